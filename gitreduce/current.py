@@ -1,0 +1,110 @@
+"""The best text so far, and the deletion-rendering every list-style pass shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from gitreduce import edits
+from gitreduce.ddmin import Subset, ddmin
+from gitreduce.engine import Engine
+from gitreduce.syntax import Parsed, Syntax, plain_tokens
+
+
+class Current:
+    """Holds the smallest interesting text found so far; only the engine's answers change it."""
+
+    def __init__(
+        self,
+        text: bytes,
+        engine: Engine,
+        syntax: Syntax | None,
+        on_change: Callable[[Current], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.syntax = syntax
+        self._on_change = on_change
+        self.text = text
+        self.parsed: Parsed | None = syntax.parse(text) if syntax else None
+
+    @property
+    def tokens(self) -> int:
+        if self.parsed is not None:
+            return self.parsed.tokens
+        return len(plain_tokens(self.text))
+
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        """Index of the first interesting candidate, which becomes current; None if none is."""
+        precheck = self.syntax.acceptable if self.syntax else None
+        found = self.engine.first_success(
+            candidates, smaller_than=len(self.text), precheck=precheck
+        )
+        if found is None:
+            return None
+        self.text = found[1]
+        if self.syntax is not None:
+            self.parsed = self.syntax.parse(self.text)
+        if self._on_change is not None:
+            self._on_change(self)
+        return found[0]
+
+
+def render_deletions(text: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
+    """Delete byte ranges, joining ranges separated only by white space and taking whole lines.
+
+    Merging and line-widening keep candidates free of blank-line debris, so
+    they stay readable and their diffs stay small.
+    """
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and not text[merged[-1][1] : start].strip():
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    deletions = []
+    previous_end = 0
+    for start, end in merged:
+        start, end = edits.widen_to_lines(text, start, end)
+        start = max(start, previous_end)
+        deletions.append(edits.Edit(start, end))
+        previous_end = end
+    return edits.apply(text, deletions)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One deletable element: its byte span and the list separator it owns, if any."""
+
+    start: int
+    end: int
+    separator: tuple[int, int] | None = None
+
+
+def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
+    """ddmin over units of the current text; True if any went.
+
+    A unit takes its separator along; the last kept unit drops its separator
+    too when everything after it went, so no list ends in a dangling `,`.
+    """
+    snapshot = current.text
+    before = len(snapshot)
+
+    def render(kept: Subset) -> bytes:
+        keep = set(kept)
+        spans = []
+        for index, unit in enumerate(units):
+            if index not in keep:
+                spans.append((unit.start, unit.end))
+                if unit.separator is not None:
+                    spans.append(unit.separator)
+        if kept:
+            last = units[kept[-1]]
+            if kept[-1] < len(units) - 1 and last.separator is not None:
+                spans.append(last.separator)
+        return render_deletions(snapshot, spans)
+
+    def first_success(subsets: Sequence[Subset]) -> int | None:
+        return current.try_candidates(render(subset) for subset in subsets)
+
+    ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
+    return len(current.text) < before

@@ -1,0 +1,73 @@
+"""Edits as data: every candidate is the current text plus a few byte-range replacements.
+
+Describing candidates as edits (rather than as new trees) lets one routine
+render any subset of them, keeps candidates cheap to build, and tells the
+caller exactly which region changed so pending work elsewhere can be shifted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace text[start:end] by `replacement`."""
+
+    start: int
+    end: int
+    replacement: bytes = b""
+
+
+def _is_word_byte(byte: int) -> bool:
+    return byte == 0x5F or 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
+
+
+def apply(text: bytes, edits: Iterable[Edit]) -> bytes:
+    """Render `edits` (non-overlapping; any order) onto `text`.
+
+    A deletion that would glue two words together (`int x` losing nothing but
+    what stood between `int` and `x` without space) leaves one space instead, so a
+    deletion never silently creates a new identifier.
+    """
+    pieces: list[bytes] = []
+    position = 0
+    last_byte = -1
+    for edit in sorted(edits):
+        if edit.start < position:
+            raise ValueError(f"overlapping edits at byte {edit.start}")
+        kept = text[position : edit.start]
+        if kept:
+            pieces.append(kept)
+            last_byte = kept[-1]
+        replacement = edit.replacement
+        if (
+            not replacement
+            and last_byte >= 0
+            and edit.end < len(text)
+            and _is_word_byte(last_byte)
+            and _is_word_byte(text[edit.end])
+        ):
+            replacement = b" "
+        if replacement:
+            pieces.append(replacement)
+            last_byte = replacement[-1]
+        position = edit.end
+    pieces.append(text[position:])
+    return b"".join(pieces)
+
+
+def widen_to_lines(text: bytes, start: int, end: int) -> tuple[int, int]:
+    """Grow a deletion over the whole lines it occupies, so removed code leaves no blank lines.
+
+    Only when nothing but white space shares those lines with the range.
+    """
+    line_start = text.rfind(b"\n", 0, start) + 1
+    if text[line_start:start].strip():
+        return start, end
+    line_end = text.find(b"\n", end)
+    line_end = len(text) if line_end < 0 else line_end + 1
+    if text[end:line_end].strip():
+        return start, end
+    return line_start, line_end

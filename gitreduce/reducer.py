@@ -1,0 +1,62 @@
+"""Single-program reduction: the pass schedule, run to a fixpoint.
+
+Tree sweeps (Perses-style) until they stop paying, then a token-level ddmin
+that catches what no grammar rule offers (a stray keyword, a qualifier, an
+operator), then the tree again if tokens went. Files without a grammar get
+lines, then tokens. A final tidy normalises white space when the test agrees.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gitreduce.current import Current, Unit, delete_units
+from gitreduce.syntax import plain_tokens
+from gitreduce.tree_passes import TreeReducer
+
+_TRAILING_SPACE = re.compile(rb"[ \t]+$", re.MULTILINE)
+_BLANK_RUNS = re.compile(rb"\n{3,}")
+
+
+def token_units(current: Current) -> list[Unit]:
+    """Every token of the current text as a unit (grammar tokens when parsed, else words)."""
+    if current.parsed is not None:
+        spans = zip(current.parsed.token_starts, current.parsed.token_ends, strict=True)
+    else:
+        spans = iter(plain_tokens(current.text))
+    return [Unit(start, end) for start, end in spans]
+
+
+def line_units(text: bytes) -> list[Unit]:
+    units, start = [], 0
+    for line in text.splitlines(keepends=True):
+        if line.strip():
+            units.append(Unit(start, start + len(line)))
+        start += len(line)
+    return units
+
+
+def tidy(text: bytes) -> bytes:
+    """Trailing blanks and runs of blank lines removed; indentation (and so Python) untouched."""
+    tidied = _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).strip(b"\n")
+    return tidied + b"\n" if tidied else tidied
+
+
+def reduce_program(current: Current) -> None:
+    """Shrink `current` in place until no pass finds anything; interruptible at any point."""
+    engine = current.engine
+    while True:
+        before = len(current.text)
+        if current.syntax is not None:
+            engine.pass_name = "tree"
+            while TreeReducer(current).sweep():
+                pass
+        else:
+            engine.pass_name = "lines"
+            delete_units(current, line_units(current.text))
+        engine.pass_name = "tokens"
+        delete_units(current, token_units(current))
+        if len(current.text) >= before:
+            break
+    engine.pass_name = "tidy"
+    current.try_candidates([tidy(current.text)])
