@@ -38,8 +38,7 @@ def line_units(text: bytes) -> list[Unit]:
 
 def tidy(text: bytes) -> bytes:
     """Trailing blanks and runs of blank lines removed; indentation (and so Python) untouched."""
-    tidied = _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).strip(b"\n")
-    return tidied + b"\n" if tidied else tidied
+    return _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).lstrip(b"\n")
 
 
 def reduce_program(current: Current) -> None:

@@ -1,0 +1,73 @@
+"""What the terminal shows while and after a reduction runs.
+
+Progress redraws at most ten times a second on a terminal and prints a plain
+line every few seconds otherwise (CI logs), so reporting never costs the hot
+loop more than a clock read.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.status import Status
+
+from gitreduce.current import Current
+from gitreduce.session import Summary
+
+
+class ProgressPrinter:
+    """Shows size, tests and speed as the current best changes."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._live = console.is_terminal
+        self._interval = 0.1 if self._live else 5.0
+        self._last = 0.0
+        self._original_tokens: int | None = None
+        self._status: Status | None = None
+
+    def __call__(self, current: Current) -> None:
+        now = time.monotonic()
+        if self._original_tokens is not None and now - self._last < self._interval:
+            return
+        self._last = now
+        tokens = current.tokens
+        if self._original_tokens is None:
+            self._original_tokens = tokens
+        stats = current.engine.stats
+        share = 100.0 * tokens / max(1, self._original_tokens)
+        rate = stats.tests_run / max(stats.elapsed, 1e-6)
+        line = (
+            f"{tokens} tokens ({share:.1f}%)  tests {stats.tests_run}  "
+            f"cached {stats.cache_hits}  {rate:.1f}/s  {stats.elapsed:.0f}s  "
+            f"pass {current.engine.pass_name}"
+        )
+        if self._live:
+            if self._status is None:
+                self._status = self._console.status(line)
+                self._status.start()
+            else:
+                self._status.update(line)
+        else:
+            self._console.print(line, highlight=False)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def print_summary(console: Console, summary: Summary) -> None:
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    state = "interrupted; best so far" if summary.interrupted else "reduced"
+    share = 100.0 * summary.tokens_after / max(1, summary.tokens_before)
+    console.print(
+        f"{state}: {summary.tokens_before} → {summary.tokens_after} tokens ({share:.1f}%), "
+        f"{summary.bytes_before} → {summary.bytes_after} bytes; "
+        f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
+        f"{summary.wall_seconds:.1f}s",
+        highlight=False,
+    )
+    console.print(f"written to {summary.output}", highlight=False)

@@ -1,0 +1,188 @@
+"""Wires input, language, oracle, engine and reporter together for one reduction.
+
+Callable from Python as well as from the CLI; every problem the user can fix
+surfaces as a `UserError`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from gitreduce import languages
+from gitreduce.current import Current
+from gitreduce.engine import Engine, Stats
+from gitreduce.errors import UserError
+from gitreduce.oracle import Oracle, OracleClosed, TestSpec, calibrate
+from gitreduce.outcome import Verdict
+from gitreduce.reducer import reduce_program
+from gitreduce.syntax import Syntax
+
+
+@dataclass(frozen=True)
+class SingleSettings:
+    """What `git reduce FILE` was asked to do."""
+
+    path: Path
+    test: str
+    polarity: Literal["bisect", "interesting"] = "bisect"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    timeout: float | None = None
+    language: str | None = None
+    signature: str | None = None
+    any_failure: bool = False
+    output: Path | None = None
+
+
+@dataclass
+class Summary:
+    """The figures a reporter prints and `--json` emits."""
+
+    input: str
+    output: str
+    language: str | None
+    tokens_before: int
+    tokens_after: int
+    bytes_before: int
+    bytes_after: int
+    stats: Stats
+    wall_seconds: float
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def overhead_seconds(self) -> float:
+        """Wall time during which no test was running: what the tool itself cost."""
+        return max(0.0, self.wall_seconds - self.stats.oracle_busy_seconds)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "language": self.language,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "tests_run": self.stats.tests_run,
+            "cache_hits": self.stats.cache_hits,
+            "syntax_rejected": self.stats.syntax_rejected,
+            "tests_by_pass": dict(self.stats.by_pass),
+            "wall_seconds": round(self.wall_seconds, 3),
+            "oracle_seconds": round(self.stats.oracle_busy_seconds, 3),
+            "overhead_seconds": round(self.overhead_seconds, 3),
+            "interrupted": self.interrupted,
+            "warnings": self.warnings,
+        }
+
+
+Progress = Callable[[Current], None]
+
+
+def read_input(path: Path) -> bytes:
+    """The file's bytes, or a one-line reason why it cannot be reduced."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory; give the one file to reduce")
+    content = path.read_bytes()
+    if b"\0" in content[:8192]:
+        raise UserError(f"{path} is a binary file; gitreduce reduces text")
+    if not content.strip():
+        raise UserError(f"{path} is empty; there is nothing to reduce")
+    return content
+
+
+def resolve_grammar(path: Path, requested: str | None) -> tuple[languages.Grammar | None, str]:
+    """The grammar to use and a warning when falling back to lines and tokens."""
+    if requested is not None:
+        grammar = languages.load(requested)
+        if grammar is None:
+            known = ", ".join(languages.known_languages())
+            raise UserError(f"unknown language {requested!r}; known: {known}")
+        return grammar, ""
+    name = languages.detect(str(path))
+    grammar = languages.load(name) if name else None
+    if grammar is None:
+        return None, f"no grammar for {path.name}; reducing by lines and tokens (see --language)"
+    return grammar, ""
+
+
+def default_output(path: Path) -> Path:
+    return path.with_name(f"{path.stem}.reduced{path.suffix}")
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a reduction the way Ctrl-C does: best result kept, children killed."""
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> Summary:
+    """Reduce one file under the test; the result is written even when interrupted."""
+    started = time.monotonic()
+    original = read_input(settings.path)
+    grammar, warning = resolve_grammar(settings.path, settings.language)
+    warnings = [warning] if warning else []
+    syntax = Syntax(grammar, original) if grammar else None
+    if syntax is not None and syntax.baseline_errors:
+        warnings.append(
+            f"{settings.path.name} has {syntax.baseline_errors} syntax error(s) under the "
+            f"{grammar.name} grammar; candidates may not add more"
+        )
+    spec = TestSpec(
+        command=settings.test,
+        relative_path=settings.path.name,
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+    )
+    spec, original_outcome = calibrate(spec, original, Verdict.BAD, jobs=settings.jobs)
+    output = settings.output or default_output(settings.path)
+    interrupted = False
+    with sigterm_as_interrupt(), Oracle(spec, settings.jobs) as oracle:
+        engine = Engine(
+            oracle.run,
+            lambda outcome: spec.is_interesting(original_outcome, outcome),
+            jobs=settings.jobs,
+        )
+        current = Current(original, engine, syntax, progress)
+        before_tokens = current.tokens
+        if progress is not None:
+            progress(current)
+        try:
+            reduce_program(current)
+        except (KeyboardInterrupt, OracleClosed):
+            interrupted = True
+            oracle.close()
+        finally:
+            engine.close()
+        output.write_bytes(current.text)
+    return Summary(
+        input=str(settings.path),
+        output=str(output),
+        language=grammar.name if grammar else None,
+        tokens_before=before_tokens,
+        tokens_after=current.tokens,
+        bytes_before=len(original),
+        bytes_after=len(current.text),
+        stats=engine.stats,
+        wall_seconds=time.monotonic() - started,
+        interrupted=interrupted,
+        warnings=warnings,
+    )
