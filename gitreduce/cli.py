@@ -63,7 +63,9 @@ def reduce(
     ] = False,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Where to write the result (default: NAME.reduced.EXT)."),
+        typer.Option(
+            "--output", "-o", help="Where to write the result (default: NAME.reduced.EXT)."
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")

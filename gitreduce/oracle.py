@@ -79,7 +79,9 @@ class TestSpec:
         """Hex sha1 of all that can change a verdict, including the test scripts' bytes.
 
         Editing the test script must invalidate cached verdicts even when the
-        command line stays the same.
+        command line stays the same. A timeout derived by `calibrate` varies
+        from run to run, so a cache that must survive reruns keys on the spec
+        as the user gave it.
         """
         digest = hashlib.sha1()
         record = {
@@ -277,18 +279,17 @@ class Oracle:
             try:
                 if pidfd is None:
                     process.wait(self.timeout)
-                    finished = True
-                else:
-                    poller = select.poll()
-                    poller.register(pidfd, select.POLLIN)
-                    finished = bool(poller.poll(math.ceil(self.timeout * 1000)))
+                    return True
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                return bool(poller.poll(math.ceil(self.timeout * 1000)))
             except subprocess.TimeoutExpired:
-                finished = False
-            _kill_group(process.pid)
-            with self._cond:
-                self._running.discard(process)
-            process.wait()
-            return finished
+                return False
+            finally:  # also on KeyboardInterrupt: never leave a test running
+                _kill_group(process.pid)
+                with self._cond:
+                    self._running.discard(process)
+                process.wait()
         finally:
             if pidfd is not None:
                 os.close(pidfd)
@@ -341,8 +342,11 @@ def calibrate(
         )
     if first.verdict is not expect:
         excerpt = _last_line(output)
+        wanted = expect.value
+        if spec.polarity == "interesting" and expect is Verdict.BAD:
+            wanted = "interesting"
         raise UserError(
-            f"the original input is not {expect.value} under the test ({_describe(first)})"
+            f"the original input is not {wanted} under the test ({_describe(first)})"
             + (f": {excerpt}" if excerpt else "")
         )
     if expect is Verdict.BAD and spec.signature_regex is not None and first.signature is None:

@@ -12,7 +12,7 @@ import re
 
 from gitreduce.current import Current, Unit, delete_units
 from gitreduce.syntax import plain_tokens
-from gitreduce.tree_passes import TreeReducer
+from gitreduce.tree_passes import Catalog, TreeReducer
 
 _TRAILING_SPACE = re.compile(rb"[ \t]+$", re.MULTILINE)
 _BLANK_RUNS = re.compile(rb"\n{3,}")
@@ -44,11 +44,12 @@ def tidy(text: bytes) -> bytes:
 def reduce_program(current: Current) -> None:
     """Shrink `current` in place until no pass finds anything; interruptible at any point."""
     engine = current.engine
+    catalog = Catalog(current.parsed, current.syntax.grammar) if current.parsed else None
     while True:
         before = len(current.text)
-        if current.syntax is not None:
+        if catalog is not None:
             engine.pass_name = "tree"
-            while TreeReducer(current).sweep():
+            while TreeReducer(current, catalog).sweep():
                 pass
         else:
             engine.pass_name = "lines"

@@ -20,6 +20,8 @@ import tree_sitter
 
 from gitreduce import edits
 from gitreduce.current import Current, Unit, delete_units
+from gitreduce.languages import Grammar
+from gitreduce.syntax import Parsed
 
 SEPARATORS = frozenset({b",", b";"})
 HOIST_DEPTH = 4
@@ -74,14 +76,100 @@ def list_units(node: tree_sitter.Node) -> list[Unit]:
     return units
 
 
+OPENING_BRACKETS = frozenset({b"(", b"[", b"{", b"<"})
+
+
+def operand_units(node: tree_sitter.Node) -> list[Unit]:
+    """Named children together with the operator-like tokens right before them.
+
+    Deleting `= 1` from `ENUM_B = 1` or `+ b` from `a + b` is valid where deleting
+    the operand alone is not. Tried after plain `list_units`, since attaching
+    the token is wrong as often as right (`case 1: stmt` needs its colon).
+    """
+    children = node.children
+    units: list[Unit] = []
+    seen_named = False
+    for index, child in enumerate(children):
+        if not child.is_named:
+            continue
+        run_start = index
+        while run_start > 0 and not children[run_start - 1].is_named:
+            run_start -= 1
+        leading = children[run_start:index]
+        if (
+            seen_named
+            and leading
+            and all(t.text not in SEPARATORS and t.text not in OPENING_BRACKETS for t in leading)
+        ):
+            units.append(Unit(leading[0].start_byte, child.end_byte))
+        seen_named = True
+    return units
+
+
+@dataclass(frozen=True, order=True)
+class Replacement:
+    """Text that may stand in for a node: a descendant (hoisting) or a small stock phrase."""
+
+    tokens: int
+    text: bytes
+    kind: str
+
+
+class Catalog:
+    """The smallest phrase of each node kind in the original program.
+
+    Lets a node be replaced by the smallest thing of a compatible kind seen
+    anywhere (an expression by `0`, a type by `int`), not only by its own
+    descendants: the generic form of C-Vise's "replace by a constant" passes.
+    """
+
+    PER_KIND = 2
+    MAX_TOKENS = 3
+
+    def __init__(self, parsed: Parsed, grammar: Grammar) -> None:
+        self._grammar = grammar
+        best: dict[str, set[tuple[int, bytes]]] = {}
+        pending = [parsed.tree.root_node]
+        while pending:
+            node = pending.pop()
+            pending.extend(node.named_children)
+            tokens = parsed.tokens_in(node.start_byte, node.end_byte)
+            if 0 < tokens <= self.MAX_TOKENS and not node.has_error:
+                best.setdefault(node.type, set()).add(
+                    (tokens, parsed.text[node.start_byte : node.end_byte])
+                )
+        self._by_kind = {
+            kind: [
+                Replacement(t, text, kind)
+                for t, text in sorted(found, key=lambda f: (f[0], len(f[1]), f[1]))[: self.PER_KIND]
+            ]
+            for kind, found in best.items()
+        }
+        self._compatible: dict[str, list[Replacement]] = {}
+
+    def for_kind(self, kind: str) -> list[Replacement]:
+        """Stock phrases of every kind compatible with `kind`, smallest first."""
+        found = self._compatible.get(kind)
+        if found is None:
+            found = sorted(
+                replacement
+                for other, replacements in self._by_kind.items()
+                if self._grammar.compatible(kind, other)
+                for replacement in replacements
+            )
+            self._compatible[kind] = found
+        return found
+
+
 class TreeReducer:
     """One sweep of the heap over the current tree; call `sweep` until it reports no progress."""
 
-    def __init__(self, current: Current) -> None:
+    def __init__(self, current: Current, catalog: Catalog) -> None:
         if current.syntax is None:
             raise ValueError("tree reduction needs a grammar")
         self.current = current
         self.grammar = current.syntax.grammar
+        self.catalog = catalog
         self._log: list[_Change] = []
         self._heap: list[_Pending] = []
 
@@ -137,35 +225,39 @@ class TreeReducer:
                     self._push(child)
         return len(self.current.text) < start_length
 
-    def _hoist_candidates(self, node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    def _replacements(self, node: tree_sitter.Node) -> list[Replacement]:
+        """Compatible descendants and stock phrases smaller than `node`, smallest first."""
         parsed = self.current.parsed
         assert parsed is not None
         own_tokens = parsed.tokens_in(node.start_byte, node.end_byte)
-        found: list[tuple[int, int, tree_sitter.Node]] = []
+        own_text = parsed.text[node.start_byte : node.end_byte]
+        found = {r.text: r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens}
         frontier = list(node.named_children)
         for _ in range(HOIST_DEPTH):
             deeper = []
             for child in frontier:
                 tokens = parsed.tokens_in(child.start_byte, child.end_byte)
                 if 0 < tokens < own_tokens and self.grammar.compatible(node.type, child.type):
-                    found.append((tokens, child.start_byte, child))
+                    text = parsed.text[child.start_byte : child.end_byte]
+                    found.setdefault(text, Replacement(tokens, text, child.type))
                 deeper.extend(child.named_children)
             frontier = deeper
-        found.sort(key=lambda item: (item[0], item[1]))
-        return [child for _, _, child in found[:HOIST_CANDIDATES]]
+        found.pop(own_text, None)
+        return sorted(found.values(), key=lambda r: (r.tokens, len(r.text), r.text))[
+            :HOIST_CANDIDATES
+        ]
 
     def _hoist(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
-        """Replace `node` by its smallest compatible descendant that keeps the bug; the new node."""
-        candidates = self._hoist_candidates(node)
-        if not candidates:
+        """Replace `node` by the smallest compatible phrase that keeps the bug; the new node."""
+        replacements = self._replacements(node)
+        if not replacements:
             return None
         text = self.current.text
         start, end = node.start_byte, node.end_byte
-        replacements = [text[c.start_byte : c.end_byte] for c in candidates]
 
         def rendered() -> Iterator[bytes]:
             for replacement in replacements:
-                yield edits.apply(text, [edits.Edit(start, end, replacement)])
+                yield edits.apply(text, [edits.Edit(start, end, replacement.text)])
 
         winner = self.current.try_candidates(rendered())
         if winner is None:
@@ -173,21 +265,25 @@ class TreeReducer:
         self._record(start, end, len(text))
         parsed = self.current.parsed
         assert parsed is not None
-        new_end = start + len(replacements[winner])
-        return _locate(parsed.tree.root_node, start, new_end, candidates[winner].type)
+        chosen = replacements[winner]
+        return _locate(parsed.tree.root_node, start, start + len(chosen.text), chosen.kind)
 
     def _reduce_children(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
         """ddmin over the named children of `node`; the node as it stands afterwards."""
-        units = list_units(node)
-        if not units:
-            return node
-        old_length = len(self.current.text)
         start, end, kind = node.start_byte, node.end_byte, node.type
-        if not delete_units(self.current, units):
-            return node
-        self._record(start, end, old_length)
-        parsed = self.current.parsed
-        assert parsed is not None
-        return _locate(
-            parsed.tree.root_node, start, end + len(self.current.text) - old_length, kind
-        )
+        for make_units in (list_units, operand_units):
+            units = make_units(node)
+            if not units:
+                continue
+            old_length = len(self.current.text)
+            if not delete_units(self.current, units, try_empty=make_units is list_units):
+                continue
+            self._record(start, end, old_length)
+            end += len(self.current.text) - old_length
+            parsed = self.current.parsed
+            assert parsed is not None
+            located = _locate(parsed.tree.root_node, start, end, kind)
+            if located is None:
+                return None
+            node = located
+        return node
