@@ -116,11 +116,16 @@ class Replacement:
 
 
 class Catalog:
-    """The smallest phrase of each node kind in the original program.
+    """What the original program teaches about its node kinds.
 
-    Lets a node be replaced by the smallest thing of a compatible kind seen
-    anywhere (an expression by `0`, a type by `int`), not only by its own
-    descendants: the generic form of C-Vise's "replace by a constant" passes.
+    - The smallest phrase of each kind, so a node can be replaced by the
+      smallest thing of a compatible kind seen anywhere (an expression by `0`,
+      a type by `int`), not only by its own descendants: the generic form of
+      C-Vise's "replace by a constant" passes.
+    - Which kinds stand in the same slot (same parent kind and field, or the
+      same list): compatibility for grammars that ship no supertypes (the C++
+      and Java wheels, every fallback grammar), added to the supertypes where
+      a grammar has them.
     """
 
     PER_KIND = 2
@@ -129,35 +134,54 @@ class Catalog:
     def __init__(self, parsed: Parsed, grammar: Grammar) -> None:
         self._grammar = grammar
         best: dict[str, set[tuple[int, bytes]]] = {}
+        slots: dict[str, set[tuple[str, str]]] = {}
         pending = [parsed.tree.root_node]
         while pending:
             node = pending.pop()
-            pending.extend(node.named_children)
+            for index, child in enumerate(node.children):
+                if not child.is_named or "comment" in child.type:
+                    continue
+                pending.append(child)
+                field_name = node.field_name_for_child(index) or "*"
+                slots.setdefault(child.type, set()).add((node.type, field_name))
             tokens = parsed.tokens_in(node.start_byte, node.end_byte)
             if 0 < tokens <= self.MAX_TOKENS and not node.has_error:
-                best.setdefault(node.type, set()).add(
-                    (tokens, parsed.text[node.start_byte : node.end_byte])
-                )
+                phrase = parsed.text[node.start_byte : node.end_byte]
+                best.setdefault(node.type, set()).add((tokens, phrase))
+        self._slots = slots
         self._by_kind = {
             kind: [
-                Replacement(t, text, kind)
-                for t, text in sorted(found, key=lambda f: (f[0], len(f[1]), f[1]))[: self.PER_KIND]
+                Replacement(tokens, phrase, kind)
+                for tokens, phrase in sorted(found, key=lambda f: (f[0], len(f[1]), f[1]))[
+                    : self.PER_KIND
+                ]
             ]
             for kind, found in best.items()
         }
-        self._compatible: dict[str, list[Replacement]] = {}
+        self._stock: dict[str, list[Replacement]] = {}
+        self._pairs: dict[tuple[str, str], bool] = {}
+
+    def compatible(self, kind: str, other: str) -> bool:
+        """Whether a node of kind `other` may plausibly stand where a `kind` node stands."""
+        known = self._pairs.get((kind, other))
+        if known is None:
+            known = self._grammar.compatible(kind, other) or bool(
+                self._slots.get(kind, set()) & self._slots.get(other, set())
+            )
+            self._pairs[(kind, other)] = known
+        return known
 
     def for_kind(self, kind: str) -> list[Replacement]:
         """Stock phrases of every kind compatible with `kind`, smallest first."""
-        found = self._compatible.get(kind)
+        found = self._stock.get(kind)
         if found is None:
             found = sorted(
                 replacement
                 for other, replacements in self._by_kind.items()
-                if self._grammar.compatible(kind, other)
+                if self.compatible(kind, other)
                 for replacement in replacements
             )
-            self._compatible[kind] = found
+            self._stock[kind] = found
         return found
 
 
@@ -237,7 +261,7 @@ class TreeReducer:
             deeper = []
             for child in frontier:
                 tokens = parsed.tokens_in(child.start_byte, child.end_byte)
-                if 0 < tokens < own_tokens and self.grammar.compatible(node.type, child.type):
+                if 0 < tokens < own_tokens and self.catalog.compatible(node.type, child.type):
                     text = parsed.text[child.start_byte : child.end_byte]
                     found.setdefault(text, Replacement(tokens, text, child.type))
                 deeper.extend(child.named_children)
