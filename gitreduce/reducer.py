@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from gitreduce.current import Current, Unit, delete_units
+from gitreduce.name_pass import delete_names
 from gitreduce.syntax import plain_tokens
 from gitreduce.tree_passes import Catalog, TreeReducer
 
@@ -51,6 +52,8 @@ def reduce_program(current: Current) -> None:
             engine.pass_name = "tree"
             while TreeReducer(current, catalog).sweep():
                 pass
+            engine.pass_name = "names"
+            delete_names(current)
         else:
             engine.pass_name = "lines"
             delete_units(current, line_units(current.text))

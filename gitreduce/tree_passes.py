@@ -255,7 +255,8 @@ class TreeReducer:
         assert parsed is not None
         own_tokens = parsed.tokens_in(node.start_byte, node.end_byte)
         own_text = parsed.text[node.start_byte : node.end_byte]
-        found = {r.text: r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens}
+        stock = {r.text: r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens}
+        found: dict[bytes, Replacement] = {}
         frontier = list(node.named_children)
         for _ in range(HOIST_DEPTH):
             deeper = []
@@ -266,10 +267,16 @@ class TreeReducer:
                     found.setdefault(text, Replacement(tokens, text, child.type))
                 deeper.extend(child.named_children)
             frontier = deeper
+        descendants = set(found)
+        for text, replacement in stock.items():
+            found.setdefault(text, replacement)
         found.pop(own_text, None)
-        return sorted(found.values(), key=lambda r: (r.tokens, len(r.text), r.text))[
-            :HOIST_CANDIDATES
-        ]
+        # On equal size a descendant wins over a stock phrase: hoisting keeps the
+        # program's own meaning, which the bug more likely needs.
+        return sorted(
+            found.values(),
+            key=lambda r: (r.tokens, r.text not in descendants, len(r.text), r.text),
+        )[:HOIST_CANDIDATES]
 
     def _hoist(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
         """Replace `node` by the smallest compatible phrase that keeps the bug; the new node."""
