@@ -42,15 +42,21 @@ def tidy(text: bytes) -> bytes:
     return _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).lstrip(b"\n")
 
 
+def sweep(current: Current) -> bool:
+    """One tree sweep; its stock phrases come from the current text, so that a
+    run started from a result tries nothing new (reduction is idempotent)."""
+    assert current.parsed is not None and current.syntax is not None
+    return TreeReducer(current, Catalog(current.parsed, current.syntax.grammar)).sweep()
+
+
 def reduce_program(current: Current) -> None:
     """Shrink `current` in place until no pass finds anything; interruptible at any point."""
     engine = current.engine
-    catalog = Catalog(current.parsed, current.syntax.grammar) if current.parsed else None
     while True:
         before = len(current.text)
-        if catalog is not None:
+        if current.syntax is not None:
             engine.pass_name = "tree"
-            while TreeReducer(current, catalog).sweep():
+            while sweep(current):
                 pass
             engine.pass_name = "names"
             delete_names(current)
