@@ -31,9 +31,45 @@ OFFICIAL_WHEELS = {
 
 # The languages bundled in tree-sitter-languages 1.10.2 that are worth offering.
 FALLBACK_LANGUAGES = frozenset(
-    "bash c_sharp commonlisp css dockerfile dot elisp elixir elm erlang fortran "
-    "gomod hack haskell hcl html json julia kotlin lua make markdown objc ocaml "
-    "perl php r regex rst ruby scala sql sqlite toml tsx typescript yaml".split()
+    [
+        "bash",
+        "c_sharp",
+        "commonlisp",
+        "css",
+        "dockerfile",
+        "dot",
+        "elisp",
+        "elixir",
+        "elm",
+        "erlang",
+        "fortran",
+        "gomod",
+        "hack",
+        "haskell",
+        "hcl",
+        "html",
+        "json",
+        "julia",
+        "kotlin",
+        "lua",
+        "make",
+        "markdown",
+        "objc",
+        "ocaml",
+        "perl",
+        "php",
+        "r",
+        "regex",
+        "rst",
+        "ruby",
+        "scala",
+        "sql",
+        "sqlite",
+        "toml",
+        "tsx",
+        "typescript",
+        "yaml",
+    ]
 )
 
 EXTENSIONS = {

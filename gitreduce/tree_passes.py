@@ -30,7 +30,7 @@ HOIST_CANDIDATES = 8
 
 @dataclass(frozen=True)
 class _Change:
-    """Bytes [start, end) of the text were replaced; everything at or after `end` moved by `shift`."""
+    """Bytes [start, end) were replaced; everything from `end` on moved by `shift`."""
 
     start: int
     end: int
