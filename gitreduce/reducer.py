@@ -14,6 +14,7 @@ from gitreduce.current import Current, Unit, delete_units
 from gitreduce.name_pass import delete_names
 from gitreduce.syntax import plain_tokens
 from gitreduce.tree_passes import Catalog, TreeReducer
+from gitreduce.window_pass import delete_brackets, delete_windows
 
 _TRAILING_SPACE = re.compile(rb"[ \t]+$", re.MULTILINE)
 _BLANK_RUNS = re.compile(rb"\n{3,}")
@@ -42,29 +43,41 @@ def tidy(text: bytes) -> bytes:
     return _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).lstrip(b"\n")
 
 
-def sweep(current: Current) -> bool:
-    """One tree sweep; its stock phrases come from the current text, so that a
-    run started from a result tries nothing new (reduction is idempotent)."""
-    assert current.parsed is not None and current.syntax is not None
-    return TreeReducer(current, Catalog(current.parsed, current.syntax.grammar)).sweep()
+def sweep(current: Current, original: Catalog) -> bool:
+    """One tree sweep, with stock phrases from the original and the current text.
+
+    The original's phrases (a `0`, an `int`) are often gone from the current
+    text by the time a node that could take them comes up.
+    """
+    assert current.parsed is not None
+    return TreeReducer(current, original.extended(current.parsed)).sweep()
 
 
 def reduce_program(current: Current) -> None:
     """Shrink `current` in place until no pass finds anything; interruptible at any point."""
     engine = current.engine
+    original = None
+    if current.parsed is not None and current.syntax is not None:
+        original = Catalog(current.syntax.grammar)
+        original.learn(current.parsed)
     while True:
         before = len(current.text)
-        if current.syntax is not None:
+        if original is not None:
             engine.pass_name = "tree"
-            while sweep(current):
+            while sweep(current, original):
                 pass
             engine.pass_name = "names"
             delete_names(current)
+            engine.pass_name = "brackets"
+            delete_brackets(current)
         else:
             engine.pass_name = "lines"
             delete_units(current, line_units(current.text))
         engine.pass_name = "tokens"
         delete_units(current, token_units(current))
+        if current.parsed is not None:
+            engine.pass_name = "windows"
+            delete_windows(current)
         if len(current.text) >= before:
             break
     engine.pass_name = "tidy"

@@ -131,10 +131,23 @@ class Catalog:
     PER_KIND = 2
     MAX_TOKENS = 3
 
-    def __init__(self, parsed: Parsed, grammar: Grammar) -> None:
+    def __init__(self, grammar: Grammar) -> None:
         self._grammar = grammar
-        best: dict[str, set[tuple[int, bytes]]] = {}
-        slots: dict[str, set[tuple[str, str]]] = {}
+        self._phrases: dict[str, set[tuple[int, bytes]]] = {}
+        self._slots: dict[str, set[tuple[str, str]]] = {}
+        self._by_kind: dict[str, list[Replacement]] = {}
+        self._stock: dict[str, list[Replacement]] = {}
+        self._pairs: dict[tuple[str, str], bool] = {}
+
+    def extended(self, parsed: Parsed) -> Catalog:
+        """A copy that also knows the phrases and slots of `parsed`."""
+        copy = Catalog(self._grammar)
+        copy._phrases = {kind: set(found) for kind, found in self._phrases.items()}
+        copy._slots = {kind: set(found) for kind, found in self._slots.items()}
+        copy.learn(parsed)
+        return copy
+
+    def learn(self, parsed: Parsed) -> None:
         pending = [parsed.tree.root_node]
         while pending:
             node = pending.pop()
@@ -143,12 +156,11 @@ class Catalog:
                     continue
                 pending.append(child)
                 field_name = node.field_name_for_child(index) or "*"
-                slots.setdefault(child.type, set()).add((node.type, field_name))
+                self._slots.setdefault(child.type, set()).add((node.type, field_name))
             tokens = parsed.tokens_in(node.start_byte, node.end_byte)
             if 0 < tokens <= self.MAX_TOKENS and not node.has_error:
                 phrase = parsed.text[node.start_byte : node.end_byte]
-                best.setdefault(node.type, set()).add((tokens, phrase))
-        self._slots = slots
+                self._phrases.setdefault(node.type, set()).add((tokens, phrase))
         self._by_kind = {
             kind: [
                 Replacement(tokens, phrase, kind)
@@ -156,10 +168,10 @@ class Catalog:
                     : self.PER_KIND
                 ]
             ]
-            for kind, found in best.items()
+            for kind, found in self._phrases.items()
         }
-        self._stock: dict[str, list[Replacement]] = {}
-        self._pairs: dict[tuple[str, str], bool] = {}
+        self._stock.clear()
+        self._pairs.clear()
 
     def compatible(self, kind: str, other: str) -> bool:
         """Whether a node of kind `other` may plausibly stand where a `kind` node stands."""
