@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from typer.exceptions import TyperException
 
 from gitreduce.errors import UserError
 from gitreduce.report import ProgressPrinter, print_summary
@@ -73,7 +74,8 @@ def reduce(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
 ) -> None:
-    console = Console(stderr=True, quiet=quiet)
+    console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    errors = Console(stderr=True, soft_wrap=True)
     try:
         if (test is None) == (interesting is None):
             raise UserError("give exactly one of --test CMD or --interesting CMD")
@@ -96,7 +98,7 @@ def reduce(
         finally:
             progress.stop()
     except UserError as error:
-        console.print(f"[red]error:[/] {error}", highlight=False)
+        errors.print(f"[red]error:[/] {error}", highlight=False)
         raise typer.Exit(error.exit_code) from None
     except KeyboardInterrupt:
         console.print("interrupted", highlight=False)
@@ -104,7 +106,7 @@ def reduce(
     except Exception as error:
         if debug:
             raise
-        console.print(f"[red]internal error:[/] {error!r} (rerun with --debug)", highlight=False)
+        errors.print(f"[red]internal error:[/] {error!r} (rerun with --debug)", highlight=False)
         raise typer.Exit(1) from None
     print_summary(console, summary)
     if as_json:
@@ -114,4 +116,14 @@ def reduce(
 
 
 def main() -> None:
-    app()
+    """Entry point; click's usage errors become one `error:` line too."""
+    try:
+        code = app(standalone_mode=False)
+    except TyperException as error:  # usage errors: unknown option, bad value
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/] {error.format_message()}", highlight=False
+        )
+        code = 2
+    except typer.Abort:
+        code = EXIT_INTERRUPTED
+    sys.exit(code if isinstance(code, int) else 0)

@@ -35,6 +35,8 @@ def apply(text: bytes, edits: Iterable[Edit]) -> bytes:
     position = 0
     last_byte = -1
     for edit in sorted(edits):
+        if edit.start == edit.end and not edit.replacement:
+            continue
         if edit.start < position:
             raise ValueError(f"overlapping edits at byte {edit.start}")
         kept = text[position : edit.start]

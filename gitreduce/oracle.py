@@ -322,8 +322,14 @@ def calibrate(
     provisional = replace(spec, timeout=spec.timeout or PROVISIONAL_TIMEOUT)
     with Oracle(provisional, jobs=min(jobs, 2)) as oracle:
         if jobs >= 2:
-            with ThreadPoolExecutor(2) as pool:
+            pool = ThreadPoolExecutor(2)
+            try:
                 (first, output), (second, _) = pool.map(oracle._execute, [content, content])
+            except BaseException:
+                oracle.close()  # Ctrl-C: kill the tests now, not after they finish
+                raise
+            finally:
+                pool.shutdown(wait=False)
             _require_runnable(spec, first, output, oracle.timeout)
         else:
             first, output = oracle._execute(content)

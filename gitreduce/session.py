@@ -136,6 +136,9 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
     """Reduce one file under the test; the result is written even when interrupted."""
     started = time.monotonic()
     original = read_input(settings.path)
+    output = settings.output or default_output(settings.path)
+    if not output.parent.is_dir():
+        raise UserError(f"cannot write {output}: {output.parent} is not a directory")
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
     syntax = Syntax(grammar, original) if grammar else None
@@ -152,26 +155,26 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
     )
-    spec, original_outcome = calibrate(spec, original, Verdict.BAD, jobs=settings.jobs)
-    output = settings.output or default_output(settings.path)
     interrupted = False
-    with sigterm_as_interrupt(), Oracle(spec, settings.jobs) as oracle:
-        engine = Engine(
-            oracle.run,
-            lambda outcome: spec.is_interesting(original_outcome, outcome),
-            jobs=settings.jobs,
-        )
-        current = Current(original, engine, syntax, progress)
-        before_tokens = current.tokens
-        if progress is not None:
-            progress(current)
-        try:
-            reduce_program(current)
-        except (KeyboardInterrupt, OracleClosed):
-            interrupted = True
-            oracle.close()
-        finally:
-            engine.close()
+    with sigterm_as_interrupt():
+        spec, original_outcome = calibrate(spec, original, Verdict.BAD, jobs=settings.jobs)
+        with Oracle(spec, settings.jobs) as oracle:
+            engine = Engine(
+                oracle.run,
+                lambda outcome: spec.is_interesting(original_outcome, outcome),
+                jobs=settings.jobs,
+            )
+            current = Current(original, engine, syntax, progress)
+            before_tokens = current.tokens
+            try:
+                if progress is not None:
+                    progress(current)
+                reduce_program(current)
+            except (KeyboardInterrupt, OracleClosed):
+                interrupted = True
+            finally:
+                oracle.close()
+                engine.close()
         output.write_bytes(current.text)
     return Summary(
         input=str(settings.path),

@@ -32,8 +32,8 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 def environment(tmpdir: Path, *, wide: bool = True) -> dict[str, str]:
     """The child's environment: scratch dirs go to `tmpdir`.
 
-    `wide` sets COLUMNS so that messages are not wrapped at 80 columns (see the xfail
-    tests below); without it the child gets what a user piping stderr gets.
+    `wide` sets COLUMNS so that nothing could wrap; without it the child gets what a
+    user piping stderr gets (errors must stay one line either way).
     """
     env = dict(os.environ)
     env.pop("COLUMNS", None)
@@ -264,15 +264,6 @@ def flaky_case(tmp_path: Path) -> list[str | Path]:
     return ["variant.c", "--test", flaky, "--jobs", 1]
 
 
-WRAPS = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cli.py prints errors through a rich Console, which wraps them at 80 "
-    "columns when stderr is not a terminal (and COLUMNS is unset): ordinary error "
-    "messages come out as several lines",
-)
-
-
-@WRAPS
 @pytest.mark.parametrize(
     "case",
     [
@@ -320,12 +311,6 @@ def test_unusable_signature_pattern(tmp_path, pattern, expected):
     check_one_line_error(process, expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an --output in a missing directory is only noticed when the result is "
-    "written, after the whole reduction: 'internal error: FileNotFoundError', exit 1, and "
-    "the reduced program is lost",
-)
 def test_output_in_a_missing_directory(tmp_path):
     cwd = workdir(tmp_path)
     process = run_cli("variant.c", "--test", TEST_SH, "--output", "no/such/dir/out.c", cwd=cwd)
@@ -347,11 +332,6 @@ def test_hanging_test_with_timeout(tmp_path):
     assert scratch_dirs(cwd / "tmp") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: --quiet also silences the error message (Console(quiet=True) is used for "
-    "errors too): bad input exits 2 with nothing on stderr",
-)
 def test_quiet_still_reports_errors(tmp_path):
     process = run_cli("nowhere.c", "--test", TEST_SH, "--quiet", cwd=tmp_path)
     check_one_line_error(process, "nowhere.c")
@@ -501,12 +481,6 @@ def test_sigint_during_calibration_with_one_job(slow_run):
     assert run.survivors() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Ctrl-C while the originals are calibrated in parallel (jobs >= 2) waits for "
-    "both test runs to finish (up to --timeout, 300 s by default): calibrate()'s "
-    "`with ThreadPoolExecutor` joins its workers before Oracle.close() kills the tests",
-)
 def test_sigint_during_parallel_calibration_is_prompt(slow_run):
     run = slow_run(30, jobs=2)
     run.wait_for_runs(2)
@@ -516,12 +490,6 @@ def test_sigint_during_parallel_calibration_is_prompt(slow_run):
     assert run.survivors() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: SIGTERM is only turned into an interrupt once the reduction starts; during "
-    "calibration it kills git-reduce outright (exit -15), leaving its gitreduce-* scratch "
-    "dir and the running test processes (own sessions) behind",
-)
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_sigterm_during_calibration_cleans_up(slow_run, jobs):
     run = slow_run(30, jobs=jobs)

@@ -85,11 +85,6 @@ def test_two_deletions_around_an_empty_gap_add_one_space():
     assert edits.apply(b"ax-b", [Edit(1, 2), Edit(2, 3)]) == b"a b"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an empty deletion (start == end) inside a word inserts a space, "
-    "splitting the identifier although nothing was deleted",
-)
 def test_empty_deletion_is_a_no_op():
     assert edits.apply(b"abc", [Edit(1, 1)]) == b"abc"
 
