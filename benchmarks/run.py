@@ -1,0 +1,843 @@
+#!/usr/bin/env python3
+"""Benchmark git-reduce against C-Vise (and shrinkray, when installed).
+
+usage: python benchmarks/run.py [--cases DIR ...] [--tools gitreduce,cvise,shrinkray]
+                                [--jobs 2] [--timeout-per-case S] [--out benchmarks/out]
+                                [--use-baselines] [--gitreduce-cmd CMD]
+
+A case is a folder holding ``variant.EXT`` and ``test.sh`` (git-bisect-run convention:
+0 good, 1 bad = bug present, 125 unusable) and usually ``interesting.sh`` (exit 0 iff
+the bug is present; generated on the fly when missing).  Every tool runs on a copy of
+the variant in a fresh scratch dir, cases and tools strictly one after another.  Sizes
+are counted only with ``shared/bench/tools/tokens.py``.  Every final file is checked
+with the case's ``test.sh`` (it must exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED_BENCH = (REPO / ".." / "shared" / "bench").resolve()
+DEFAULT_CASES_ROOT = SHARED_BENCH / "cases"
+DEFAULT_TOKENS_PY = SHARED_BENCH / "tools" / "tokens.py"
+FIXTURES_ROOT = REPO / "fixtures"
+BASELINE_DIR = HERE / "baselines"
+VENV_PYTHON = Path("/work/venv/bin/python")
+VENV_GITREDUCE = Path("/work/venv/bin/git-reduce")
+ALL_TOOLS = ("gitreduce", "cvise", "shrinkray")
+C_LIKE = {".c", ".h", ".i", ".cc", ".cpp", ".cxx", ".hpp", ".C"}
+MACHINE_NOTE = "2 cores, shared machine"
+STATS_KEYS = ("tests_run", "cache_hits", "oracle_seconds", "wall_seconds", "overhead_seconds")
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+@dataclass
+class Case:
+    name: str
+    path: Path
+    variant: Path
+    origin: str  # "shared" (public bench) or "fixtures" or "custom"
+
+    @property
+    def ext(self) -> str:
+        return self.variant.suffix
+
+    @property
+    def test_sh(self) -> Path:
+        return self.path / "test.sh"
+
+
+@dataclass
+class Result:
+    case: str
+    tool: str
+    initial_tokens: int | None = None
+    final_tokens: int | None = None
+    wall_seconds: float | None = None
+    tests_run: int | None = None
+    tests_counted: int | None = None  # by the counting wrapper, when one was used
+    cache_hits: int | None = None
+    oracle_seconds: float | None = None
+    overhead_seconds: float | None = None
+    overhead_percent: float | None = None
+    overhead_source: str | None = None  # "stats" (the CLI's own) or "wrapper" (measured)
+    final_test_sh_exit: int | None = None
+    reproduces: bool = False
+    timed_out: bool = False
+    exit_status: int | None = None
+    command: str = ""
+    source: str = "run"  # "run" or "baseline"
+    result_file: str | None = None
+    log_file: str | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def python_for_tokens() -> str:
+    return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+
+def count_tokens(path: Path, tokens_py: Path) -> int | None:
+    if not path.is_file():
+        return None
+    out = subprocess.run(
+        [python_for_tokens(), str(tokens_py), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        return int(out.stdout.strip())
+    except ValueError:
+        return None
+
+
+def run_test(case: Case, path: Path, timeout: float = 300) -> int | None:
+    """Exit status of the case's test.sh on ``path`` (None if it could not run)."""
+    if not path.is_file():
+        return None
+    try:
+        return subprocess.run(
+            [str(case.test_sh), str(path.resolve())],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        ).returncode
+    except subprocess.TimeoutExpired:
+        return 124
+    except OSError:
+        return None
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def tool_version(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unavailable"
+    text = (out.stdout.strip() or out.stderr.strip()).splitlines()
+    return text[0] if text else "unknown"
+
+
+def write_timing_wrapper(path: Path, log: Path, target: Path) -> None:
+    """Script that runs ``target "$@"`` and appends one "start end" line to ``log``.
+
+    The number of lines is the number of test runs; the intervals give the wall time
+    during which at least one test was running.
+    """
+    path.write_text(
+        "#!/bin/bash\n"
+        "s=$EPOCHREALTIME\n"
+        f'{shlex.quote(str(target))} "$@"\n'
+        "rc=$?\n"
+        f'echo "$s $EPOCHREALTIME $rc" >> {shlex.quote(str(log))}\n'
+        "exit $rc\n"
+    )
+    path.chmod(0o755)
+
+
+def write_interesting_adapter(path: Path, case: Case) -> None:
+    """C-Vise-style adapter (exit 0 iff test.sh exits 1) for cases without interesting.sh."""
+    path.write_text(
+        "#!/bin/bash\n"
+        f"f=${{1:-{shlex.quote(case.variant.name)}}}\n"
+        f'{shlex.quote(str(case.test_sh))} "$f"\n'
+        "[ $? -eq 1 ]\n"
+    )
+    path.chmod(0o755)
+
+
+def read_timing_log(log: Path) -> list[tuple[float, float]]:
+    spans: list[tuple[float, float]] = []
+    if not log.exists():
+        return spans
+    for line in log.read_text(errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        try:
+            start, end = (float(p.replace(",", ".")) for p in parts[:2])
+        except ValueError:
+            continue
+        spans.append((start, end))
+    return spans
+
+
+def busy_seconds(spans: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """Length of the union of ``spans`` clipped to [lo, hi]."""
+    total = 0.0
+    cur_s: float | None = None
+    cur_e = 0.0
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans):
+        if e <= s:
+            continue
+        if cur_s is None or s > cur_e:
+            if cur_s is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_s is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def run_group(
+    cmd: list[str], cwd: Path, log: Path, timeout: float | None, stdout: Path | None = None
+) -> tuple[int | None, float, float, float, bool]:
+    """Run ``cmd`` in its own process group (killed as a whole on timeout).
+
+    Output goes to ``log`` (stdout to ``stdout`` instead, when given).
+    Returns (exit status, wall seconds, start epoch, end epoch, timed out).
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as fh, contextlib.ExitStack() as stack:
+        out_fh = stack.enter_context(stdout.open("w")) if stdout else fh
+        fh.write(f"$ (cd {shlex.quote(str(cwd))} && {shlex.join(cmd)})\n")
+        fh.flush()
+        t_epoch0 = time.time()
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                cmd,
+                cwd=cwd,
+                stdout=out_fh,
+                stderr=fh if stdout else subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            fh.write(f"cannot start: {exc}\n")
+            return None, 0.0, t_epoch0, t_epoch0, False
+        timed_out = False
+        rc: int | None
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            rc = None
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    proc.wait(timeout=15)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        wall = time.monotonic() - t0
+        t_epoch1 = time.time()
+        # leftover members of the group (e.g. test scripts still running after exit)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return rc, wall, t_epoch0, t_epoch1, timed_out
+
+
+# ---------------------------------------------------------------------------- cases
+
+
+def is_case_dir(path: Path) -> bool:
+    return (path / "test.sh").is_file() and any(p.is_file() for p in path.glob("variant.*"))
+
+
+def load_case(path: Path, origin: str) -> Case:
+    path = path.resolve()
+    variants = sorted(p for p in path.glob("variant.*") if p.is_file())
+    if len(variants) != 1:
+        raise ValueError(f"expected exactly one variant.* file, found {len(variants)}")
+    return Case(name=path.name, path=path, variant=variants[0], origin=origin)
+
+
+def discover_cases(dirs: list[Path] | None) -> list[Case]:
+    """Each DIR is a case folder, or a folder whose sub-folders are cases."""
+    roots: list[tuple[Path, str]]
+    if dirs:
+        roots = [(d, "custom") for d in dirs]
+    else:
+        roots = [(DEFAULT_CASES_ROOT, "shared"), (FIXTURES_ROOT, "fixtures")]
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for root, origin in roots:
+        if not root.is_dir():
+            if dirs:
+                raise SystemExit(f"no such case dir: {root}")
+            continue
+        found = [root] if is_case_dir(root) else sorted(p for p in root.iterdir() if is_case_dir(p))
+        for p in found:
+            try:
+                case = load_case(p, origin)
+            except ValueError as exc:
+                print(f"skipping {p}: {exc}", file=sys.stderr)
+                continue
+            if case.name in seen:  # keep names unique in the tables
+                case.name = f"{origin}/{case.name}"
+            seen.add(case.name)
+            cases.append(case)
+    return cases
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+def resolve_gitreduce(cmd: str | None) -> list[str] | None:
+    if cmd:
+        return shlex.split(cmd)
+    found = shutil.which("git-reduce")
+    if found:
+        return [found]
+    if VENV_GITREDUCE.exists():
+        return [str(VENV_GITREDUCE)]
+    return None
+
+
+def gitreduce_stats_mode(cmd: list[str]) -> str | None:
+    """How git-reduce reports its stats: "file" (--json-stats FILE), "stdout" (--json), None."""
+    try:
+        out = subprocess.run(
+            [*cmd, "--help"], capture_output=True, text=True, check=False, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = out.stdout + out.stderr
+    if "--json-stats" in text:
+        return "file"
+    if re.search(r"--json(?![-\w])", text):
+        return "stdout"
+    return None
+
+
+def parse_json_output(text: str) -> dict[str, Any] | None:
+    """The JSON object in a tool's stdout (the whole text, or the last top-level object)."""
+    try:
+        data = json.loads(text)
+        return data if isinstance(data, dict) else None
+    except ValueError:
+        pass
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("{"):
+            try:
+                data = json.loads("\n".join(lines[i:]))
+            except ValueError:
+                continue
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def _finish(
+    res: Result,
+    case: Case,
+    final: Path,
+    args: argparse.Namespace,
+    keep_as: Path,
+) -> None:
+    """Count tokens of the final file, check it with test.sh, keep a copy."""
+    res.initial_tokens = count_tokens(case.variant, args.tokens_py)
+    res.final_tokens = count_tokens(final, args.tokens_py)
+    res.final_test_sh_exit = run_test(case, final)
+    res.reproduces = res.final_test_sh_exit == 1
+    if final.is_file():
+        keep_as.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(final, keep_as)
+        res.result_file = str(keep_as)
+
+
+def _apply_wrapper_counts(
+    res: Result, timing_log: Path, t0: float, t1: float, set_overhead: bool
+) -> None:
+    spans = read_timing_log(timing_log)
+    res.tests_counted = len(spans)
+    if res.tests_run is None:
+        res.tests_run = len(spans)
+    busy = busy_seconds(spans, t0, t1)
+    res.extra["wrapper_busy_seconds"] = round(busy, 3)
+    if spans:
+        res.extra["wrapper_test_seconds_sum"] = round(sum(e - s for s, e in spans), 3)
+    if set_overhead and res.wall_seconds:
+        res.overhead_seconds = round(max(0.0, res.wall_seconds - busy), 3)
+        res.overhead_percent = round(100.0 * res.overhead_seconds / res.wall_seconds, 1)
+        res.overhead_source = "wrapper"
+
+
+def run_gitreduce(case: Case, scratch: Path, args: argparse.Namespace) -> Result:
+    res = Result(case=case.name, tool="gitreduce")
+    cmd0 = args.gitreduce_argv
+    if cmd0 is None:
+        res.error = "git-reduce not found (use --gitreduce-cmd)"
+        return res
+    work = scratch / case.variant.name
+    shutil.copyfile(case.variant, work)
+    output = scratch / f"result{case.ext}"
+    stats = scratch / "stats.json"
+    timing_log = scratch / "test-runs.log"
+    mode = args.gitreduce_stats_mode
+    use_stats = mode is not None
+    if use_stats and not args.count_wrapper:
+        test_cmd = f"{shlex.quote(str(case.test_sh))} {{}}"
+    else:
+        wrapper = scratch / "counting-test.sh"
+        write_timing_wrapper(wrapper, timing_log, case.test_sh)
+        test_cmd = f"{shlex.quote(str(wrapper))} {{}}"
+    cmd = [*cmd0, work.name, "--test", test_cmd, "--jobs", str(args.jobs), "--output", output.name]
+    if mode == "file":
+        cmd += ["--json-stats", stats.name]
+    elif mode == "stdout":
+        cmd += ["--json"]
+    log = args.out / "logs" / f"{safe(case.name)}-gitreduce.log"
+    res.log_file = str(log)
+    res.command = shlex.join(cmd)
+    load0 = loadavg()
+    stdout = scratch / "stdout.json" if mode == "stdout" else None
+    rc, wall, t0, t1, timed_out = run_group(cmd, scratch, log, args.timeout_per_case, stdout=stdout)
+    res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
+    res.extra.update(loadavg_before=load0, loadavg_after=loadavg())
+    if stdout is not None and stdout.is_file():
+        parsed = parse_json_output(stdout.read_text(errors="replace"))
+        if parsed is not None:
+            stats.write_text(json.dumps(parsed))
+    if stats.is_file():
+        try:
+            data = json.loads(stats.read_text())
+        except (OSError, ValueError) as exc:
+            data = {}
+            res.extra["stats_error"] = str(exc)
+        res.extra["stats"] = data
+        for key in ("tests_run", "cache_hits"):
+            if isinstance(data.get(key), int):
+                setattr(res, key, data[key])
+        if isinstance(data.get("oracle_seconds"), int | float):
+            res.oracle_seconds = round(float(data["oracle_seconds"]), 3)
+        ov, tw = data.get("overhead_seconds"), data.get("wall_seconds")
+        if isinstance(ov, int | float):
+            res.overhead_seconds = round(float(ov), 3)
+            base = tw if isinstance(tw, int | float) and tw > 0 else res.wall_seconds
+            if base:
+                res.overhead_percent = round(100.0 * float(ov) / float(base), 1)
+            res.overhead_source = "stats"
+        if isinstance(tw, int | float) and res.wall_seconds is not None:
+            # process start-up, parsing, writing the result: outside the CLI's own clock
+            res.extra["seconds_outside_stats_wall"] = round(res.wall_seconds - float(tw), 3)
+    elif use_stats:
+        res.extra["stats_error"] = f"no stats ({mode})"
+    if timing_log.exists() or not (use_stats and not args.count_wrapper):
+        _apply_wrapper_counts(res, timing_log, t0, t1, res.overhead_seconds is None)
+    final = output if output.is_file() else work
+    if not output.is_file():
+        res.extra["note"] = "no --output file; measured the input file (maybe reduced in place)"
+    _finish(res, case, final, args, args.out / "results" / f"{safe(case.name)}-gitreduce{case.ext}")
+    if rc not in (0, None) and not res.error:
+        res.error = f"git-reduce exited with {rc}"
+    return res
+
+
+def _interesting_script(case: Case, scratch: Path) -> Path:
+    script = case.path / "interesting.sh"
+    if script.is_file():
+        return script
+    adapter = scratch / "interesting-adapter.sh"
+    write_interesting_adapter(adapter, case)
+    return adapter
+
+
+def run_cvise(case: Case, scratch: Path, args: argparse.Namespace) -> Result:
+    res = Result(case=case.name, tool="cvise")
+    if shutil.which("cvise") is None:
+        res.error = "cvise not on PATH"
+        return res
+    work = scratch / case.variant.name
+    shutil.copyfile(case.variant, work)
+    timing_log = scratch / "test-runs.log"
+    wrapper = scratch / "counting-interesting.sh"
+    write_timing_wrapper(wrapper, timing_log, _interesting_script(case, scratch))
+    cmd = ["cvise", "--n", str(args.jobs), "--tidy", "--skip-key-off"]
+    if case.ext not in C_LIKE:
+        cmd.append("--not-c")
+    cmd += [str(wrapper), work.name]
+    log = args.out / "logs" / f"{safe(case.name)}-cvise.log"
+    res.log_file, res.command = str(log), shlex.join(cmd)
+    load0 = loadavg()
+    rc, wall, t0, t1, timed_out = run_group(cmd, scratch, log, args.timeout_per_case)
+    res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
+    res.extra.update(loadavg_before=load0, loadavg_after=loadavg())
+    _apply_wrapper_counts(res, timing_log, t0, t1, set_overhead=True)
+    _finish(res, case, work, args, args.out / "results" / f"{safe(case.name)}-cvise{case.ext}")
+    if rc not in (0, None):
+        res.error = f"cvise exited with {rc}"
+    return res
+
+
+def cvise_from_baseline(case: Case, args: argparse.Namespace) -> Result | None:
+    js = BASELINE_DIR / f"cvise-{safe(case.name)}.json"
+    if not js.is_file():
+        return None
+    data = json.loads(js.read_text())
+    reduced = BASELINE_DIR / data.get("reduced_file", f"cvise-{safe(case.name)}{case.ext}")
+    res = Result(case=case.name, tool="cvise", source="baseline")
+    res.initial_tokens = data.get("initial_tokens")
+    res.final_tokens = data.get("final_tokens")
+    res.wall_seconds = data.get("wall_seconds")
+    res.tests_run = data.get("tests_run")
+    res.timed_out = bool(data.get("timed_out"))
+    res.exit_status = data.get("cvise_exit_status")
+    res.command = data.get("command", "")
+    res.result_file = str(reduced)
+    res.extra = {
+        k: data[k]
+        for k in ("cvise_version", "date", "machine", "loadavg_before", "loadavg_after")
+        if k in data
+    }
+    res.extra["baseline_json"] = str(js)
+    # re-check the stored file now (tokens and test.sh), rather than trusting the JSON
+    now_tokens = count_tokens(reduced, args.tokens_py)
+    if now_tokens is not None and now_tokens != res.final_tokens:
+        res.extra["stored_final_tokens"] = res.final_tokens
+        res.final_tokens = now_tokens
+    res.final_test_sh_exit = run_test(case, reduced)
+    res.reproduces = res.final_test_sh_exit == 1
+    if res.initial_tokens is None:
+        res.initial_tokens = count_tokens(case.variant, args.tokens_py)
+    return res
+
+
+def run_shrinkray(case: Case, scratch: Path, args: argparse.Namespace) -> Result:
+    res = Result(case=case.name, tool="shrinkray")
+    exe = shutil.which("shrinkray")
+    if exe is None:
+        res.error = "shrinkray not on PATH"
+        return res
+    work = scratch / case.variant.name
+    shutil.copyfile(case.variant, work)
+    timing_log = scratch / "test-runs.log"
+    wrapper = scratch / "counting-interesting.sh"
+    write_timing_wrapper(wrapper, timing_log, _interesting_script(case, scratch))
+    cmd = [
+        exe,
+        "--ui",
+        "basic",
+        "--parallelism",
+        str(args.jobs),
+        "--no-llm",
+        "--no-history",
+        "--input-type",
+        "arg",
+        "--formatter",
+        "none",
+    ]
+    if args.shrinkray_no_restart:
+        cmd.append("--no-restart")
+    cmd += [str(wrapper), work.name]
+    log = args.out / "logs" / f"{safe(case.name)}-shrinkray.log"
+    res.log_file, res.command = str(log), shlex.join(cmd)
+    load0 = loadavg()
+    rc, wall, t0, t1, timed_out = run_group(cmd, scratch, log, args.timeout_per_case)
+    res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
+    res.extra.update(loadavg_before=load0, loadavg_after=loadavg())
+    _apply_wrapper_counts(res, timing_log, t0, t1, set_overhead=True)
+    _finish(res, case, work, args, args.out / "results" / f"{safe(case.name)}-shrinkray{case.ext}")
+    if rc not in (0, None):
+        res.error = f"shrinkray exited with {rc}"
+    return res
+
+
+def safe(name: str) -> str:
+    return name.replace("/", "__")
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def ratio(a: float | int | None, b: float | int | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def compute_ratios(results: list[Result]) -> dict[str, dict[str, float | None]]:
+    """Per case: gitreduce/cvise ratios of final tokens and wall seconds."""
+    by: dict[tuple[str, str], Result] = {(r.case, r.tool): r for r in results}
+    out: dict[str, dict[str, float | None]] = {}
+    for case in dict.fromkeys(r.case for r in results):
+        g, c = by.get((case, "gitreduce")), by.get((case, "cvise"))
+        if g is None or c is None:
+            continue
+        usable = g.reproduces and c.reproduces
+        out[case] = {
+            "tokens": ratio(g.final_tokens, c.final_tokens) if usable else None,
+            "wall": ratio(g.wall_seconds, c.wall_seconds) if usable else None,
+        }
+    return out
+
+
+def summarize(ratios: dict[str, dict[str, float | None]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for key in ("tokens", "wall"):
+        vals = [r[key] for r in ratios.values() if r[key] is not None]
+        summary[f"median_{key}_ratio"] = statistics.median(vals) if vals else None
+        summary[f"n_{key}_ratio"] = len(vals)
+    return summary
+
+
+def markdown(
+    results: list[Result],
+    ratios: dict[str, dict[str, float | None]],
+    summary: dict[str, Any],
+    meta: dict[str, Any],
+) -> str:
+    head = [
+        "case",
+        "tool",
+        "initial tokens",
+        "final tokens",
+        "wall s",
+        "tests run",
+        "overhead %",
+        "reproduces",
+        "tokens gr/cv",
+        "wall gr/cv",
+    ]
+    lines = [
+        "# git-reduce benchmark results",
+        "",
+        f"{meta['date']} · {meta['machine']} · jobs={meta['jobs']} · "
+        f"timeout/case={meta['timeout_per_case']} s",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] * 2 + ["---:"] * 6 + ["---:"] * 2) + "|",
+    ]
+    for r in results:
+        wall = fmt(r.wall_seconds)
+        if r.timed_out:
+            wall += " (timeout)"
+        if r.source == "baseline":
+            wall += " (baseline)"
+        rr = ratios.get(r.case, {}) if r.tool == "gitreduce" else {}
+        tool = f"{r.tool} ({r.error})" if r.error else r.tool
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r.case,
+                    tool,
+                    fmt(r.initial_tokens),
+                    fmt(r.final_tokens),
+                    wall,
+                    fmt(r.tests_run),
+                    fmt(r.overhead_percent) if r.tool == "gitreduce" else "",
+                    fmt(r.reproduces),
+                    fmt(rr.get("tokens"), 2) if rr else "",
+                    fmt(rr.get("wall"), 2) if rr else "",
+                ]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "**Summary:** median gitreduce/cvise ratio: final tokens "
+        f"{fmt(summary.get('median_tokens_ratio'), 2)} "
+        f"(over {summary.get('n_tokens_ratio', 0)} cases), wall "
+        f"{fmt(summary.get('median_wall_ratio'), 2)} "
+        f"(over {summary.get('n_wall_ratio', 0)} cases). Ratios < 1 favour git-reduce; "
+        "ratios are only computed when both final files reproduce.",
+        "",
+    ]
+    notes = [f"- {n}" for n in meta.get("notes", [])]
+    if notes:
+        lines += ["Notes:", "", *notes, ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        description="Benchmark git-reduce against C-Vise / shrinkray on reduction cases."
+    )
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="case dirs, or dirs of case dirs (default: ../shared/bench/cases and fixtures/)",
+    )
+    ap.add_argument(
+        "--tools",
+        default=",".join(ALL_TOOLS),
+        help="comma-separated subset of gitreduce,cvise,shrinkray",
+    )
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--timeout-per-case",
+        type=float,
+        default=2400.0,
+        metavar="S",
+        help="wall-clock limit per case and tool, seconds (default 2400)",
+    )
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument(
+        "--use-baselines",
+        action="store_true",
+        help="for cvise, read benchmarks/baselines/cvise-<case>.json instead of "
+        "running it (runs it when no baseline exists)",
+    )
+    ap.add_argument(
+        "--gitreduce-cmd",
+        default=None,
+        help=f"git-reduce executable/command (default: git-reduce on PATH, else {VENV_GITREDUCE})",
+    )
+    ap.add_argument(
+        "--count-wrapper",
+        action="store_true",
+        help="always wrap test.sh for git-reduce to count runs/overhead "
+        "independently (default: only when --json-stats is unsupported)",
+    )
+    ap.add_argument(
+        "--shrinkray-no-restart", action="store_true", help="pass --no-restart to shrinkray"
+    )
+    ap.add_argument("--tokens-py", type=Path, default=DEFAULT_TOKENS_PY)
+    args = ap.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    bad = [t for t in tools if t not in ALL_TOOLS]
+    if bad:
+        ap.error(f"unknown tool(s): {', '.join(bad)}")
+    args.tool_list = tools
+    args.out = args.out.resolve()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cases = discover_cases(args.cases)
+    if not cases:
+        print("no cases found", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    notes: list[str] = [
+        "Sizes: tokens.py (tree-sitter leaves, comments excluded).",
+        "Cases and tools run strictly one at a time; the machine is shared, so wall times "
+        "are noisy (load averages are in results.json).",
+    ]
+    args.gitreduce_argv = None
+    args.gitreduce_stats_mode = None
+    if "gitreduce" in args.tool_list:
+        args.gitreduce_argv = resolve_gitreduce(args.gitreduce_cmd)
+        if args.gitreduce_argv:
+            args.gitreduce_stats_mode = gitreduce_stats_mode(args.gitreduce_argv)
+            if args.gitreduce_stats_mode == "stdout":
+                notes.append(
+                    "git-reduce has no --json-stats: its stats are read from --json on stdout."
+                )
+            elif args.gitreduce_stats_mode is None:
+                notes.append(
+                    "git-reduce reports no JSON stats: tests counted and overhead "
+                    "measured by a wrapper around test.sh."
+                )
+        else:
+            notes.append("git-reduce not found (see --gitreduce-cmd): skipped.")
+    if "shrinkray" in args.tool_list and shutil.which("shrinkray") is None:
+        notes.append("shrinkray not on PATH: skipped.")
+    meta: dict[str, Any] = {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": MACHINE_NOTE,
+        "cpu_count": os.cpu_count(),
+        "jobs": args.jobs,
+        "timeout_per_case": args.timeout_per_case,
+        "tools": args.tool_list,
+        "use_baselines": args.use_baselines,
+        "gitreduce_cmd": args.gitreduce_argv,
+        "gitreduce_stats_mode": args.gitreduce_stats_mode,
+        "versions": {},
+        "cases": [{"name": c.name, "path": str(c.path), "origin": c.origin} for c in cases],
+        "notes": notes,
+    }
+    if "cvise" in args.tool_list and shutil.which("cvise"):
+        meta["versions"]["cvise"] = tool_version(["cvise", "--version"])
+    if args.gitreduce_argv:
+        meta["versions"]["gitreduce"] = tool_version([*args.gitreduce_argv, "--version"])
+
+    runners = {"gitreduce": run_gitreduce, "cvise": run_cvise, "shrinkray": run_shrinkray}
+    results: list[Result] = []
+    for case in cases:
+        for tool in args.tool_list:
+            if tool == "shrinkray" and shutil.which("shrinkray") is None:
+                continue
+            if tool == "gitreduce" and args.gitreduce_argv is None:
+                continue
+            stamp = f"{dt.datetime.now():%H:%M:%S}"
+            res: Result | None = None
+            if tool == "cvise" and args.use_baselines:
+                res = cvise_from_baseline(case, args)
+                if res is None:
+                    print(
+                        f"[{stamp}] {case.name}: no cvise baseline, running cvise",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+            if res is None:
+                print(f"[{stamp}] {case.name}: {tool} ...", file=sys.stderr, flush=True)
+                with tempfile.TemporaryDirectory(prefix=f"bench-{safe(case.name)}-{tool}-") as tmp:
+                    res = runners[tool](case, Path(tmp), args)
+            print(
+                f"    -> tokens {fmt(res.initial_tokens)} -> {fmt(res.final_tokens)}, "
+                f"{fmt(res.wall_seconds)} s, {fmt(res.tests_run)} tests, "
+                f"reproduces {fmt(res.reproduces)}"
+                + (f", error: {res.error}" if res.error else ""),
+                file=sys.stderr,
+                flush=True,
+            )
+            results.append(res)
+
+    ratios = compute_ratios(results)
+    summary = summarize(ratios)
+    md = markdown(results, ratios, summary, meta)
+    payload = {
+        "meta": meta,
+        "results": [asdict(r) for r in results],
+        "ratios": ratios,
+        "summary": summary,
+    }
+    (args.out / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (args.out / "results.md").write_text(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
