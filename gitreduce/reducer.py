@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from gitreduce.call_pass import delete_parameters
 from gitreduce.current import Current, Unit, delete_units
 from gitreduce.name_pass import delete_names
 from gitreduce.syntax import plain_tokens
@@ -68,6 +69,8 @@ def reduce_program(current: Current) -> None:
                 pass
             engine.pass_name = "names"
             delete_names(current)
+            engine.pass_name = "parameters"
+            delete_parameters(current)
             engine.pass_name = "brackets"
             delete_brackets(current)
         else:

@@ -283,11 +283,12 @@ class TreeReducer:
         for text, replacement in stock.items():
             found.setdefault(text, replacement)
         found.pop(own_text, None)
-        # On equal size a descendant wins over a stock phrase: hoisting keeps the
-        # program's own meaning, which the bug more likely needs.
+        # Descendants before stock phrases: hoisting keeps the program's own
+        # meaning, which the bug more likely needs; a `0` put in too early can
+        # block the deletions that would have made the node disappear.
         return sorted(
             found.values(),
-            key=lambda r: (r.tokens, r.text not in descendants, len(r.text), r.text),
+            key=lambda r: (r.text not in descendants, r.tokens, len(r.text), r.text),
         )[:HOIST_CANDIDATES]
 
     def _hoist(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
