@@ -197,6 +197,18 @@ class Catalog:
         return found
 
 
+def _is_block_body(node: tree_sitter.Node) -> bool:
+    """Whether `node` is a `{ ... }` body, which `;` may replace (a definition becomes a
+    declaration: C-Vise's "remove function body", for every grammar with a `body` field)."""
+    parent = node.parent
+    return (
+        parent is not None
+        and node.child_count >= 2
+        and node.children[0].type == "{"
+        and parent.child_by_field_name("body") == node
+    )
+
+
 class TreeReducer:
     """One sweep of the heap over the current tree; call `sweep` until it reports no progress."""
 
@@ -268,6 +280,8 @@ class TreeReducer:
         own_tokens = parsed.tokens_in(node.start_byte, node.end_byte)
         own_text = parsed.text[node.start_byte : node.end_byte]
         stock = {r.text: r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens}
+        if _is_block_body(node):
+            stock.setdefault(b";", Replacement(1, b";", node.type))
         found: dict[bytes, Replacement] = {}
         frontier = list(node.named_children)
         for _ in range(HOIST_DEPTH):
