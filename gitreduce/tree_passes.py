@@ -113,6 +113,9 @@ class Replacement:
     tokens: int
     text: bytes
     kind: str
+    # Where the replaced range starts when not at the node itself (-1): a body
+    # turned into `;` takes a constructor's initialiser list along.
+    start: int = -1
 
 
 class Catalog:
@@ -197,16 +200,30 @@ class Catalog:
         return found
 
 
-def _is_block_body(node: tree_sitter.Node) -> bool:
-    """Whether `node` is a `{ ... }` body, which `;` may replace (a definition becomes a
-    declaration: C-Vise's "remove function body", for every grammar with a `body` field)."""
+def _declaration_endings(node: tree_sitter.Node) -> list[Replacement]:
+    """`;` in place of a `{ ... }` body: a definition becomes a declaration.
+
+    C-Vise's "remove function body", for every grammar with a `body` field.
+    A second form also drops what stands between the signature and the body
+    (a constructor's `: base(args)`), which a declaration may not carry.
+    """
     parent = node.parent
-    return (
-        parent is not None
-        and node.child_count >= 2
-        and node.children[0].type == "{"
-        and parent.child_by_field_name("body") == node
-    )
+    if (
+        parent is None
+        or node.child_count < 2
+        or node.children[0].type != "{"
+        or parent.child_by_field_name("body") != node
+    ):
+        return []
+    endings = [Replacement(1, b";", node.type)]
+    signature = parent.child_by_field_name("declarator") or parent.child_by_field_name("parameters")
+    if signature is not None and signature.end_byte < node.start_byte:
+        between = parent.text[
+            signature.end_byte - parent.start_byte : node.start_byte - parent.start_byte
+        ]
+        if between and between.strip():
+            endings.append(Replacement(1, b";", node.type, signature.end_byte))
+    return endings
 
 
 class TreeReducer:
@@ -279,10 +296,12 @@ class TreeReducer:
         assert parsed is not None
         own_tokens = parsed.tokens_in(node.start_byte, node.end_byte)
         own_text = parsed.text[node.start_byte : node.end_byte]
-        stock = {r.text: r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens}
-        if _is_block_body(node):
-            stock.setdefault(b";", Replacement(1, b";", node.type))
-        found: dict[bytes, Replacement] = {}
+        stock = {
+            (r.text, r.start): r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens
+        }
+        for replacement in _declaration_endings(node):
+            stock.setdefault((replacement.text, replacement.start), replacement)
+        found: dict[tuple[bytes, int], Replacement] = {}
         frontier = list(node.named_children)
         for _ in range(HOIST_DEPTH):
             deeper = []
@@ -290,19 +309,19 @@ class TreeReducer:
                 tokens = parsed.tokens_in(child.start_byte, child.end_byte)
                 if 0 < tokens < own_tokens and self.catalog.compatible(node.type, child.type):
                     text = parsed.text[child.start_byte : child.end_byte]
-                    found.setdefault(text, Replacement(tokens, text, child.type))
+                    found.setdefault((text, -1), Replacement(tokens, text, child.type))
                 deeper.extend(child.named_children)
             frontier = deeper
         descendants = set(found)
         for text, replacement in stock.items():
             found.setdefault(text, replacement)
-        found.pop(own_text, None)
+        found.pop((own_text, -1), None)
         # Descendants before stock phrases: hoisting keeps the program's own
         # meaning, which the bug more likely needs; a `0` put in too early can
         # block the deletions that would have made the node disappear.
         return sorted(
             found.values(),
-            key=lambda r: (r.text not in descendants, r.tokens, len(r.text), r.text),
+            key=lambda r: ((r.text, r.start) not in descendants, r.tokens, len(r.text), r.text),
         )[:HOIST_CANDIDATES]
 
     def _hoist(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -311,19 +330,23 @@ class TreeReducer:
         if not replacements:
             return None
         text = self.current.text
-        start, end = node.start_byte, node.end_byte
+
+        def span_start(replacement: Replacement) -> int:
+            return node.start_byte if replacement.start < 0 else replacement.start
 
         def rendered() -> Iterator[bytes]:
             for replacement in replacements:
-                yield edits.apply(text, [edits.Edit(start, end, replacement.text)])
+                edit = edits.Edit(span_start(replacement), node.end_byte, replacement.text)
+                yield edits.apply(text, [edit])
 
         winner = self.current.try_candidates(rendered())
         if winner is None:
             return None
-        self._record(start, end, len(text))
+        chosen = replacements[winner]
+        start = span_start(chosen)
+        self._record(start, node.end_byte, len(text))
         parsed = self.current.parsed
         assert parsed is not None
-        chosen = replacements[winner]
         return _locate(parsed.tree.root_node, start, start + len(chosen.text), chosen.kind)
 
     def _reduce_children(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
