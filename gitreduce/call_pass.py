@@ -1,4 +1,4 @@
-"""Delete the i-th parameter of a function together with the i-th argument of its calls.
+"""Delete the i-th parameter of a function together with the i-th argument of its uses.
 
 Neither half is deletable alone (the call would no longer match), so tree
 passes leave both; this pass finds functions and calls through the field
@@ -6,7 +6,9 @@ names tree-sitter grammars share (`parameters`, `arguments`, `function`,
 `name`, `declarator`), which covers C, C++, Rust, Go, Java, JavaScript and
 Python alike. A second variant keeps the parameter alive as a local variable
 (`f(int a) {` becomes `f() { int a;`), C-Vise's param-to-local, so the body
-may go on using it.
+may go on using it. Type parameter lists (`template <typename T>`, Rust's
+`<T>`) pair with the type arguments of uses (`f<B>(...)`); their variant
+replaces the parameter's uses by the program's shortest built-in type.
 """
 
 from __future__ import annotations
@@ -62,27 +64,105 @@ class _Function:
     argument_lists: list[tree_sitter.Node] = field(default_factory=list)
 
 
-def _functions(root: tree_sitter.Node) -> dict[bytes, _Function]:
-    found: dict[bytes, _Function] = {}
+def _family(parameters_or_arguments: tree_sitter.Node) -> str:
+    """Value lists `f(a, b)` and type lists `f<T, U>` of one name are paired separately."""
+    kind = parameters_or_arguments.type
+    return "type" if "template" in kind or "type_" in kind else "value"
+
+
+def _declared_name(owner: tree_sitter.Node) -> bytes | None:
+    """The name a node with a parameter list declares; a template's is its inner declaration's."""
+    name = _identifier_text(owner.child_by_field_name("name")) or _identifier_text(
+        owner.child_by_field_name("declarator")
+    )
+    if name is None and _family(owner.child_by_field_name("parameters") or owner) == "type":
+        for child in owner.named_children:
+            name = _identifier_text(child.child_by_field_name("name")) or _identifier_text(
+                child.child_by_field_name("declarator")
+            )
+            if name is not None:
+                break
+    return name
+
+
+def _functions(root: tree_sitter.Node) -> dict[tuple[bytes, str], _Function]:
+    found: dict[tuple[bytes, str], _Function] = {}
     pending = [root]
     while pending:
         node = pending.pop()
         pending.extend(node.named_children)
         parameters = node.child_by_field_name("parameters")
         if parameters is not None:
-            name = _identifier_text(node.child_by_field_name("name")) or _identifier_text(
-                node.child_by_field_name("declarator")
-            )
+            name = _declared_name(node)
             if name is not None:
-                found.setdefault(name, _Function()).parameter_lists.append(parameters)
+                key = (name, _family(parameters))
+                found.setdefault(key, _Function()).parameter_lists.append(parameters)
         arguments = node.child_by_field_name("arguments")
         if arguments is not None:
             name = _identifier_text(
                 node.child_by_field_name("function") or node.child_by_field_name("name")
             )
             if name is not None:
-                found.setdefault(name, _Function()).argument_lists.append(arguments)
+                key = (name, _family(arguments))
+                found.setdefault(key, _Function()).argument_lists.append(arguments)
     return found
+
+
+def _smallest_type(root: tree_sitter.Node) -> bytes | None:
+    """The shortest built-in type name in the program (`int`, `i8`), to stand in for a
+    removed type parameter."""
+    best: bytes | None = None
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.type == "primitive_type" and node.text:
+            if best is None or (len(node.text), node.text) < (len(best), best):
+                best = node.text
+        else:
+            pending.extend(node.named_children)
+    return best
+
+
+def _type_parameter_name(element: tree_sitter.Node) -> bytes | None:
+    leaves = [n for n in _identifier_leaves(element)]
+    return leaves[-1].text if leaves else None
+
+
+def _identifier_leaves(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    found, pending = [], [node]
+    while pending:
+        current = pending.pop()
+        if current.child_count == 0:
+            if "identifier" in current.type:
+                found.append(current)
+        else:
+            pending.extend(reversed(current.children))
+    return found
+
+
+def _inline_type_parameter(
+    function: _Function, position: int, deletions: list[edits.Edit], stand_in: bytes
+) -> list[edits.Edit] | None:
+    """Deletions plus every use of the removed type parameter replaced by `stand_in`."""
+    for parameters in function.parameter_lists:
+        elements = _elements(parameters)
+        owner = parameters.parent
+        if owner is None or len(elements) <= position:
+            continue
+        name = _type_parameter_name(elements[position])
+        if name is None:
+            continue
+        removed = elements[position]
+        uses = [
+            edits.Edit(leaf.start_byte, leaf.end_byte, stand_in)
+            for leaf in _identifier_leaves(owner)
+            if leaf.text == name
+            and not removed.start_byte <= leaf.start_byte < removed.end_byte
+            and not parameters.start_byte <= leaf.start_byte < parameters.end_byte
+        ]
+        if uses:
+            return [*deletions, *uses]
+    return None
 
 
 def parameter_candidates(current: Current) -> Iterator[bytes]:
@@ -91,8 +171,9 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
     assert parsed is not None
     text = parsed.text
     functions = _functions(parsed.tree.root_node)
-    for name in sorted(functions):
-        function = functions[name]
+    stand_in = _smallest_type(parsed.tree.root_node)
+    for key in sorted(functions):
+        function = functions[key]
         if not function.parameter_lists:
             continue
         arity = max(len(_elements(p)) for p in function.parameter_lists)
@@ -103,9 +184,14 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
                 if len(_elements(lst)) > position
             ]
             yield edits.apply(text, deletions)
-            local = _as_local(function, position, deletions)
-            if local is not None:
-                yield edits.apply(text, local)
+            if key[1] == "value":
+                variant = _as_local(function, position, deletions)
+            elif stand_in is not None:
+                variant = _inline_type_parameter(function, position, deletions, stand_in)
+            else:
+                variant = None
+            if variant is not None:
+                yield edits.apply(text, variant)
 
 
 def _as_local(
