@@ -157,13 +157,16 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
     )
     interrupted = False
     with sigterm_as_interrupt():
+        calibration_started = time.monotonic()
         spec, original_outcome = calibrate(spec, original, Verdict.BAD, jobs=settings.jobs)
+        calibration_seconds = time.monotonic() - calibration_started
         with Oracle(spec, settings.jobs) as oracle:
             engine = Engine(
                 oracle.run,
                 lambda outcome: spec.is_interesting(original_outcome, outcome),
                 jobs=settings.jobs,
             )
+            engine.stats.oracle_busy_seconds += calibration_seconds  # two runs of the test
             current = Current(original, engine, syntax, progress)
             before_tokens = current.tokens
             try:
