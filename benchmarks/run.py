@@ -3,7 +3,8 @@
 
 usage: python benchmarks/run.py [--cases DIR ...] [--tools gitreduce,cvise,shrinkray]
                                 [--jobs 2] [--timeout-per-case S] [--out benchmarks/out]
-                                [--use-baselines] [--gitreduce-cmd CMD]
+                                [--use-baselines] [--record-baselines]
+                                [--baseline-dir benchmarks/baselines] [--gitreduce-cmd CMD]
 
 A case is a folder holding ``variant.EXT`` and ``test.sh`` (git-bisect-run convention:
 0 good, 1 bad = bug present, 125 unusable) and usually ``interesting.sh`` (exit 0 iff
@@ -466,39 +467,52 @@ def _interesting_script(case: Case, scratch: Path) -> Path:
     return adapter
 
 
-def run_cvise(case: Case, scratch: Path, args: argparse.Namespace) -> Result:
-    res = Result(case=case.name, tool="cvise")
-    if shutil.which("cvise") is None:
-        res.error = "cvise not on PATH"
-        return res
+def _run_on_interesting(
+    res: Result, case: Case, scratch: Path, args: argparse.Namespace, argv: list[str]
+) -> Result:
+    """Run ``argv + [<counting wrapper of interesting.sh>, variant.EXT]`` in ``scratch``.
+
+    Shared by the C-Vise-style tools (they reduce the copy of the variant in place):
+    the run is timed in its own process group, test runs and overhead are taken from
+    the wrapper, and the final file is measured, checked and kept (``_finish``).
+    """
     work = scratch / case.variant.name
     shutil.copyfile(case.variant, work)
     timing_log = scratch / "test-runs.log"
     wrapper = scratch / "counting-interesting.sh"
     write_timing_wrapper(wrapper, timing_log, _interesting_script(case, scratch))
-    cmd = ["cvise", "--n", str(args.jobs), "--tidy", "--skip-key-off"]
-    if case.ext not in C_LIKE:
-        cmd.append("--not-c")
-    cmd += [str(wrapper), work.name]
-    log = args.out / "logs" / f"{safe(case.name)}-cvise.log"
+    cmd = [*argv, str(wrapper), work.name]
+    log = args.out / "logs" / f"{safe(case.name)}-{res.tool}.log"
     res.log_file, res.command = str(log), shlex.join(cmd)
     load0 = loadavg()
     rc, wall, t0, t1, timed_out = run_group(cmd, scratch, log, args.timeout_per_case)
     res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
     res.extra.update(loadavg_before=load0, loadavg_after=loadavg())
     _apply_wrapper_counts(res, timing_log, t0, t1, set_overhead=True)
-    _finish(res, case, work, args, args.out / "results" / f"{safe(case.name)}-cvise{case.ext}")
+    keep_as = args.out / "results" / f"{safe(case.name)}-{res.tool}{case.ext}"
+    _finish(res, case, work, args, keep_as)
     if rc not in (0, None):
-        res.error = f"cvise exited with {rc}"
+        res.error = f"{res.tool} exited with {rc}"
     return res
 
 
+def run_cvise(case: Case, scratch: Path, args: argparse.Namespace) -> Result:
+    res = Result(case=case.name, tool="cvise")
+    if shutil.which("cvise") is None:
+        res.error = "cvise not on PATH"
+        return res
+    argv = ["cvise", "--n", str(args.jobs), "--tidy", "--skip-key-off"]
+    if case.ext not in C_LIKE:
+        argv.append("--not-c")
+    return _run_on_interesting(res, case, scratch, args, argv)
+
+
 def cvise_from_baseline(case: Case, args: argparse.Namespace) -> Result | None:
-    js = BASELINE_DIR / f"cvise-{safe(case.name)}.json"
+    js = args.baseline_dir / f"cvise-{safe(case.name)}.json"
     if not js.is_file():
         return None
     data = json.loads(js.read_text())
-    reduced = BASELINE_DIR / data.get("reduced_file", f"cvise-{safe(case.name)}{case.ext}")
+    reduced = args.baseline_dir / data.get("reduced_file", f"cvise-{safe(case.name)}{case.ext}")
     res = Result(case=case.name, tool="cvise", source="baseline")
     res.initial_tokens = data.get("initial_tokens")
     res.final_tokens = data.get("final_tokens")
@@ -526,18 +540,72 @@ def cvise_from_baseline(case: Case, args: argparse.Namespace) -> Result | None:
     return res
 
 
+def load_note(before: list[float], after: list[float], jobs: int) -> str:
+    """A one-line reading of the 1-minute load averages around a C-Vise run."""
+    loads = [x[0] for x in (before, after) if x]
+    if not loads:
+        return "load average unavailable"
+    lo, hi = min(loads), max(loads)
+    if hi < 1:
+        return "quiet machine (load average < 1 before and after)"
+    span = f"load average {lo:.1f}-{hi:.1f}"
+    if hi > jobs:
+        return (
+            f"{span} (> the {jobs} cvise jobs): other work shared the CPU; "
+            "wall time may be inflated"
+        )
+    return f"{span} (<= the {jobs} cvise jobs): no sign of other work sharing the CPU"
+
+
+def record_cvise_baseline(case: Case, res: Result, args: argparse.Namespace) -> Path | None:
+    """Store a live C-Vise result as ``<baseline dir>/cvise-<case>.json`` + reduced file."""
+    if res.tool != "cvise" or res.source != "run" or res.result_file is None:
+        return None
+    stem = f"cvise-{safe(case.name)}"
+    args.baseline_dir.mkdir(parents=True, exist_ok=True)
+    reduced = args.baseline_dir / f"{stem}{case.ext}"
+    shutil.copyfile(res.result_file, reduced)
+    timeout = args.timeout_per_case
+    before = res.extra.get("loadavg_before", [])
+    after = res.extra.get("loadavg_after", [])
+    data = {
+        "case": case.name,
+        "tool": "cvise",
+        "command": res.command,
+        "cvise_exit_status": res.exit_status,
+        "timed_out": res.timed_out,
+        "timeout_seconds": int(timeout) if float(timeout).is_integer() else timeout,
+        "initial_tokens": res.initial_tokens,
+        "final_tokens": res.final_tokens,
+        "wall_seconds": res.wall_seconds,
+        "tests_run": res.tests_run,
+        "final_test_sh_exit": res.final_test_sh_exit,
+        "reproduces": res.reproduces,
+        "loadavg_before": before,
+        "loadavg_after": after,
+        "cvise_version": tool_version(["cvise", "--version"]),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": MACHINE_NOTE,
+        "cpu_count": os.cpu_count(),
+        "jobs": args.jobs,
+        "reduced_file": reduced.name,
+        "note": "run serially (one case at a time); other work (e.g. pytest runs) "
+        "may have shared the CPU, see loadavg_before/after",
+        "observed_concurrent_load": load_note(before, after, args.jobs),
+    }
+    js = args.baseline_dir / f"{stem}.json"
+    js.write_text(json.dumps(data, indent=2) + "\n")
+    res.extra["baseline_json"] = str(js)
+    return js
+
+
 def run_shrinkray(case: Case, scratch: Path, args: argparse.Namespace) -> Result:
     res = Result(case=case.name, tool="shrinkray")
     exe = shutil.which("shrinkray")
     if exe is None:
         res.error = "shrinkray not on PATH"
         return res
-    work = scratch / case.variant.name
-    shutil.copyfile(case.variant, work)
-    timing_log = scratch / "test-runs.log"
-    wrapper = scratch / "counting-interesting.sh"
-    write_timing_wrapper(wrapper, timing_log, _interesting_script(case, scratch))
-    cmd = [
+    argv = [
         exe,
         "--ui",
         "basic",
@@ -551,19 +619,8 @@ def run_shrinkray(case: Case, scratch: Path, args: argparse.Namespace) -> Result
         "none",
     ]
     if args.shrinkray_no_restart:
-        cmd.append("--no-restart")
-    cmd += [str(wrapper), work.name]
-    log = args.out / "logs" / f"{safe(case.name)}-shrinkray.log"
-    res.log_file, res.command = str(log), shlex.join(cmd)
-    load0 = loadavg()
-    rc, wall, t0, t1, timed_out = run_group(cmd, scratch, log, args.timeout_per_case)
-    res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
-    res.extra.update(loadavg_before=load0, loadavg_after=loadavg())
-    _apply_wrapper_counts(res, timing_log, t0, t1, set_overhead=True)
-    _finish(res, case, work, args, args.out / "results" / f"{safe(case.name)}-shrinkray{case.ext}")
-    if rc not in (0, None):
-        res.error = f"shrinkray exited with {rc}"
-    return res
+        argv.append("--no-restart")
+    return _run_on_interesting(res, case, scratch, args, argv)
 
 
 def safe(name: str) -> str:
@@ -714,8 +771,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--use-baselines",
         action="store_true",
-        help="for cvise, read benchmarks/baselines/cvise-<case>.json instead of "
+        help="for cvise, read cvise-<case>.json from the baseline dir instead of "
         "running it (runs it when no baseline exists)",
+    )
+    ap.add_argument(
+        "--record-baselines",
+        action="store_true",
+        help="after each live cvise run, write cvise-<case>.json and the reduced file "
+        "into the baseline dir (with --use-baselines: only for cases that had none)",
+    )
+    ap.add_argument(
+        "--baseline-dir",
+        type=Path,
+        default=BASELINE_DIR,
+        metavar="DIR",
+        help="where C-Vise baselines are read and recorded (default: benchmarks/baselines)",
     )
     ap.add_argument(
         "--gitreduce-cmd",
@@ -737,8 +807,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     bad = [t for t in tools if t not in ALL_TOOLS]
     if bad:
         ap.error(f"unknown tool(s): {', '.join(bad)}")
+    if args.record_baselines and "cvise" not in tools:
+        ap.error("--record-baselines needs cvise in --tools")
     args.tool_list = tools
     args.out = args.out.resolve()
+    args.baseline_dir = args.baseline_dir.resolve()
     return args
 
 
@@ -781,6 +854,8 @@ def main(argv: list[str] | None = None) -> int:
         "timeout_per_case": args.timeout_per_case,
         "tools": args.tool_list,
         "use_baselines": args.use_baselines,
+        "record_baselines": args.record_baselines,
+        "baseline_dir": str(args.baseline_dir),
         "gitreduce_cmd": args.gitreduce_argv,
         "gitreduce_stats_mode": args.gitreduce_stats_mode,
         "versions": {},
@@ -814,6 +889,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{stamp}] {case.name}: {tool} ...", file=sys.stderr, flush=True)
                 with tempfile.TemporaryDirectory(prefix=f"bench-{safe(case.name)}-{tool}-") as tmp:
                     res = runners[tool](case, Path(tmp), args)
+                if tool == "cvise" and args.record_baselines:
+                    js = record_cvise_baseline(case, res, args)
+                    if js is not None:
+                        print(f"    recorded baseline {js}", file=sys.stderr, flush=True)
             print(
                 f"    -> tokens {fmt(res.initial_tokens)} -> {fmt(res.final_tokens)}, "
                 f"{fmt(res.wall_seconds)} s, {fmt(res.tests_run)} tests, "
