@@ -21,10 +21,18 @@ import tree_sitter
 from gitreduce import edits
 from gitreduce.current import Current
 
+PARAMETER_FIELDS = ("parameters", "type_parameters")
+ARGUMENT_FIELDS = ("arguments", "type_arguments")
+
 
 def _identifier_text(node: tree_sitter.Node | None) -> bytes | None:
+    """The name a (possibly qualified or generic) callee or declarator comes down to."""
     while node is not None and node.child_count:
-        node = node.child_by_field_name("name") or node.child_by_field_name("declarator")
+        node = (
+            node.child_by_field_name("name")
+            or node.child_by_field_name("declarator")
+            or node.child_by_field_name("function")
+        )
     if node is None or "identifier" not in node.type:
         return None
     return node.text
@@ -70,12 +78,12 @@ def _family(parameters_or_arguments: tree_sitter.Node) -> str:
     return "type" if "template" in kind or "type_" in kind else "value"
 
 
-def _declared_name(owner: tree_sitter.Node) -> bytes | None:
+def _declared_name(owner: tree_sitter.Node, parameters: tree_sitter.Node) -> bytes | None:
     """The name a node with a parameter list declares; a template's is its inner declaration's."""
     name = _identifier_text(owner.child_by_field_name("name")) or _identifier_text(
         owner.child_by_field_name("declarator")
     )
-    if name is None and _family(owner.child_by_field_name("parameters") or owner) == "type":
+    if name is None and _family(parameters) == "type":
         for child in owner.named_children:
             name = _identifier_text(child.child_by_field_name("name")) or _identifier_text(
                 child.child_by_field_name("declarator")
@@ -91,18 +99,18 @@ def _functions(root: tree_sitter.Node) -> dict[tuple[bytes, str], _Function]:
     while pending:
         node = pending.pop()
         pending.extend(node.named_children)
-        parameters = node.child_by_field_name("parameters")
-        if parameters is not None:
-            name = _declared_name(node)
-            if name is not None:
+        for field_name in PARAMETER_FIELDS:
+            parameters = node.child_by_field_name(field_name)
+            name = _declared_name(node, parameters) if parameters is not None else None
+            if parameters is not None and name is not None:
                 key = (name, _family(parameters))
                 found.setdefault(key, _Function()).parameter_lists.append(parameters)
-        arguments = node.child_by_field_name("arguments")
-        if arguments is not None:
+        for field_name in ARGUMENT_FIELDS:
+            arguments = node.child_by_field_name(field_name)
             name = _identifier_text(
                 node.child_by_field_name("function") or node.child_by_field_name("name")
             )
-            if name is not None:
+            if arguments is not None and name is not None:
                 key = (name, _family(arguments))
                 found.setdefault(key, _Function()).argument_lists.append(arguments)
     return found
@@ -183,15 +191,15 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
                 for lst in function.parameter_lists + function.argument_lists
                 if len(_elements(lst)) > position
             ]
-            yield edits.apply(text, deletions)
+            variants: list[list[edits.Edit] | None] = [deletions]
             if key[1] == "value":
-                variant = _as_local(function, position, deletions)
+                variants.append(_as_local(function, position, deletions))
             elif stand_in is not None:
-                variant = _inline_type_parameter(function, position, deletions, stand_in)
-            else:
-                variant = None
-            if variant is not None:
-                yield edits.apply(text, variant)
+                variants.append(_inline_type_parameter(function, position, deletions, stand_in))
+            for variant in variants:
+                outermost = _outermost(variant) if variant is not None else None
+                if outermost is not None:
+                    yield edits.apply(text, outermost)
 
 
 def _as_local(
@@ -204,6 +212,19 @@ def _as_local(
             declaration = b" " + (elements[position].text or b"") + b";"
             return [*deletions, edits.Edit(opening, opening, declaration)]
     return None
+
+
+def _outermost(candidate: list[edits.Edit]) -> list[edits.Edit] | None:
+    """The edits not inside another one (`f(f(1, 2), 3)` deletes an argument holding a
+    call whose own argument is deleted too); None when two edits cross."""
+    result: list[edits.Edit] = []
+    for edit in sorted(candidate, key=lambda e: (e.start, -e.end)):
+        if result and edit.start < result[-1].end:
+            if edit.end > result[-1].end:
+                return None
+            continue
+        result.append(edit)
+    return result
 
 
 def delete_parameters(current: Current) -> bool:

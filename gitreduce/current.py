@@ -80,28 +80,33 @@ class Unit:
     separator: tuple[int, int] | None = None
 
 
-def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
-    """ddmin over units of the current text; True if any went.
+def deletion_spans(units: Sequence[Unit], kept: Sequence[int]) -> list[tuple[int, int]]:
+    """Spans that delete every unit not in `kept` (ascending indices), separators included.
 
     A unit takes its separator along; the last kept unit drops its separator
     too when everything after it went, so no list ends in a dangling `,`.
     """
+    keep = set(kept)
+    spans = []
+    for index, unit in enumerate(units):
+        if index not in keep:
+            spans.append((unit.start, unit.end))
+            if unit.separator is not None:
+                spans.append(unit.separator)
+    if kept:
+        last = units[kept[-1]]
+        if kept[-1] < len(units) - 1 and last.separator is not None:
+            spans.append(last.separator)
+    return spans
+
+
+def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
+    """ddmin over units of the current text (see `deletion_spans`); True if any went."""
     snapshot = current.text
     before = len(snapshot)
 
     def render(kept: Subset) -> bytes:
-        keep = set(kept)
-        spans = []
-        for index, unit in enumerate(units):
-            if index not in keep:
-                spans.append((unit.start, unit.end))
-                if unit.separator is not None:
-                    spans.append(unit.separator)
-        if kept:
-            last = units[kept[-1]]
-            if kept[-1] < len(units) - 1 and last.separator is not None:
-                spans.append(last.separator)
-        return render_deletions(snapshot, spans)
+        return render_deletions(snapshot, deletion_spans(units, kept))
 
     def first_success(subsets: Sequence[Subset]) -> int | None:
         return current.try_candidates(render(subset) for subset in subsets)

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import tree_sitter
 
-from gitreduce.current import Current, render_deletions
+from gitreduce.current import Current, deletion_spans, render_deletions
+from gitreduce.tree_passes import list_units
 
 STATEMENT_LIKE = ("statement", "declaration", "definition", "item", "field_declaration")
 SEPARATOR = b","
@@ -24,27 +25,42 @@ def _is_identifier(node: tree_sitter.Node) -> bool:
     return node.child_count == 0 and node.is_named and "identifier" in node.type
 
 
-def _element_spans(node: tree_sitter.Node) -> list[tuple[int, int]] | None:
-    """The spans that delete `node` as an element of a comma list, separator included."""
-    previous, following = node.prev_sibling, node.next_sibling
-    if following is not None and following.type == "," and following.text == SEPARATOR:
-        return [(node.start_byte, following.end_byte)]
-    if previous is not None and previous.type == "," and previous.text == SEPARATOR:
-        return [(previous.start_byte, node.end_byte)]
-    return None
+def _in_comma_list(node: tree_sitter.Node) -> bool:
+    return any(
+        sibling is not None and sibling.type == "," and sibling.text == SEPARATOR
+        for sibling in (node.prev_sibling, node.next_sibling)
+    )
 
 
-def _enclosing_unit(leaf: tree_sitter.Node) -> list[tuple[int, int]] | None:
-    """Spans deleting the nearest comma-list element or statement around `leaf`."""
+def _enclosing_unit(leaf: tree_sitter.Node) -> tuple[tree_sitter.Node, bool] | None:
+    """The nearest comma-list element (True) or statement (False) around `leaf`."""
     node: tree_sitter.Node | None = leaf
     while node is not None and node.parent is not None:
-        spans = _element_spans(node)
-        if spans is not None:
-            return spans
+        if _in_comma_list(node):
+            return node, True
         if node.type.endswith(STATEMENT_LIKE) and node.parent.named_child_count > 1:
-            return [(node.start_byte, node.end_byte)]
+            return node, False
         node = node.parent
     return None
+
+
+def _deletion_spans(units: list[tuple[tree_sitter.Node, bool]]) -> list[tuple[int, int]]:
+    """Spans removing all `units`; the elements of one list are removed together, so
+    that two neighbours never both claim the comma between them."""
+    spans: list[tuple[int, int]] = []
+    by_list: dict[tuple[int, int], tuple[tree_sitter.Node, set[int]]] = {}
+    for node, is_element in units:
+        parent = node.parent
+        if not is_element or parent is None:
+            spans.append((node.start_byte, node.end_byte))
+            continue
+        _, starts = by_list.setdefault((parent.start_byte, parent.end_byte), (parent, set()))
+        starts.add(node.start_byte)
+    for parent, starts in by_list.values():
+        elements = list_units(parent)
+        kept = [i for i, unit in enumerate(elements) if unit.start not in starts]
+        spans.extend(deletion_spans(elements, kept))
+    return spans
 
 
 def name_candidates(current: Current) -> Iterator[bytes]:
@@ -64,13 +80,9 @@ def name_candidates(current: Current) -> Iterator[bytes]:
         key=lambda name: (-len(occurrences[name]), name),
     )
     for name in names:
-        spans: list[tuple[int, int]] = []
-        for leaf in occurrences[name]:
-            unit = _enclosing_unit(leaf)
-            if unit is None:
-                break
-            spans.extend(unit)
-        else:
+        units = [_enclosing_unit(leaf) for leaf in occurrences[name]]
+        if all(unit is not None for unit in units):
+            spans = _deletion_spans([unit for unit in units if unit is not None])
             yield render_deletions(parsed.text, _outermost(spans))
 
 

@@ -280,9 +280,10 @@ class TreeReducer:
             node = _locate(parsed.tree.root_node, start, end, entry.kind)
             if node is None:
                 continue
-            replaced = self._hoist(node)
-            if replaced is not None:
-                self._push(replaced)
+            changed, replaced = self._hoist(node)
+            if changed:
+                if replaced is not None:
+                    self._push(replaced)
                 continue
             node = self._reduce_children(node)
             if node is not None:
@@ -299,8 +300,7 @@ class TreeReducer:
         stock = {
             (r.text, r.start): r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens
         }
-        for replacement in _declaration_endings(node):
-            stock.setdefault((replacement.text, replacement.start), replacement)
+        endings = _declaration_endings(node)
         found: dict[tuple[bytes, int], Replacement] = {}
         frontier = list(node.named_children)
         for _ in range(HOIST_DEPTH):
@@ -319,16 +319,21 @@ class TreeReducer:
         # Descendants before stock phrases: hoisting keeps the program's own
         # meaning, which the bug more likely needs; a `0` put in too early can
         # block the deletions that would have made the node disappear.
-        return sorted(
+        ranked = sorted(
             found.values(),
             key=lambda r: ((r.text, r.start) not in descendants, r.tokens, len(r.text), r.text),
         )[:HOIST_CANDIDATES]
+        return ranked + endings  # a body's `;` is offered however many descendants it has
 
-    def _hoist(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
-        """Replace `node` by the smallest compatible phrase that keeps the bug; the new node."""
+    def _hoist(self, node: tree_sitter.Node) -> tuple[bool, tree_sitter.Node | None]:
+        """Replace `node` by the smallest compatible phrase that keeps the bug.
+
+        Says whether it did, and the node now standing there (None when the
+        new text is no node of the chosen kind, e.g. a body that became `;`).
+        """
         replacements = self._replacements(node)
         if not replacements:
-            return None
+            return False, None
         text = self.current.text
 
         def span_start(replacement: Replacement) -> int:
@@ -341,13 +346,13 @@ class TreeReducer:
 
         winner = self.current.try_candidates(rendered())
         if winner is None:
-            return None
+            return False, None
         chosen = replacements[winner]
         start = span_start(chosen)
         self._record(start, node.end_byte, len(text))
         parsed = self.current.parsed
         assert parsed is not None
-        return _locate(parsed.tree.root_node, start, start + len(chosen.text), chosen.kind)
+        return True, _locate(parsed.tree.root_node, start, start + len(chosen.text), chosen.kind)
 
     def _reduce_children(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
         """ddmin over the named children of `node`; the node as it stands afterwards."""
