@@ -1,0 +1,137 @@
+"""Zeller's dd: isolate a failure-inducing difference between a passing and a failing input.
+
+This is the baseline the PPR paper compares against (`--algorithm dd`). Of the
+two ways ALGORITHMS.md lists to feed it a seed/variant pair, `isolate_hunks`
+implements the first, Zeller's "yesterday it worked" use: the changes are the
+hunks of the token diff, c_pass = no hunk applied (the seed) and c_fail = every
+hunk applied (the variant). The paper's own baseline (changes = the variant's
+tokens, c_pass = the empty program, the seed ignored) is the same `dd` called on
+token indices with `passing=()`; we use the hunk form because it is the one a
+user with a good and a bad commit would reach for, and it is the stronger
+baseline for the difference size.
+
+dd narrows the difference only: both returned programs stay as big as the
+seed and the variant. That weakness is what PPR fixes, and the benchmark shows
+it side by side.
+
+Everything here is deterministic and free of I/O: the test is a callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from gitreduce.pair import PairState
+
+Verdict = Literal["pass", "fail", "unresolved"]
+Subset = tuple[int, ...]
+Test = Callable[[Subset], Verdict]
+# Given candidates in order and a wanted verdict, the index of the first candidate the test
+# gives that verdict (None if none). Lets an engine evaluate a batch in parallel while the
+# outcome stays that of a sequential run.
+FindFirst = Callable[[Sequence[Subset], Verdict], int | None]
+
+
+def _split(changes: Subset, parts: int) -> list[Subset]:
+    size, extra = divmod(len(changes), parts)
+    chunks, start = [], 0
+    for index in range(parts):
+        stop = start + size + (1 if index < extra else 0)
+        chunks.append(changes[start:stop])
+        start = stop
+    return [chunk for chunk in chunks if chunk]
+
+
+def dd_search(
+    changes: Sequence[int], find_first: FindFirst, *, passing: Sequence[int] = ()
+) -> tuple[Subset, Subset]:
+    """(c_pass, c_fail) with c_pass ⊆ c_fail, c_fail - c_pass 1-minimal.
+
+    Preconditions, not re-tested: `passing` passes and `changes` (a superset of
+    it) fails. Subsets keep the order of `changes`, so candidates are
+    canonical and a cache keyed on them hits.
+
+    The four cases are tried in Zeller & Hildebrandt's priority, each over all
+    parts before the next: a part that alone turns the pass into a failure, or
+    whose removal turns the failure into a pass, shrinks the difference to that
+    part (restart at 2 parts); only then are the growing-the-pass and
+    shrinking-the-fail moves (one part less, n-1 parts) considered. Cases 3 and 4
+    re-ask about the candidates of cases 1 and 2, which a caching `find_first`
+    answers without running anything.
+    """
+    order = {change: position for position, change in enumerate(changes)}
+    if len(order) != len(changes):
+        raise ValueError("changes must be distinct")
+    missing = [change for change in passing if change not in order]
+    if missing:
+        raise ValueError(f"passing changes not among the changes: {missing}")
+    c_pass: Subset = tuple(sorted(set(passing), key=order.__getitem__))
+    c_fail: Subset = tuple(changes)
+
+    def union(base: Subset, part: Subset) -> Subset:
+        return tuple(sorted((*base, *part), key=order.__getitem__))
+
+    def minus(base: Subset, part: Subset) -> Subset:
+        dropped = set(part)
+        return tuple(change for change in base if change not in dropped)
+
+    granularity = 2
+    while True:
+        difference = minus(c_fail, c_pass)
+        if len(difference) <= 1:
+            return c_pass, c_fail
+        granularity = min(granularity, len(difference))
+        parts = _split(difference, granularity)
+        grown = [union(c_pass, part) for part in parts]
+        shrunk = [minus(c_fail, part) for part in parts]
+        if (found := find_first(grown, "fail")) is not None:
+            c_fail, granularity = grown[found], 2
+        elif (found := find_first(shrunk, "pass")) is not None:
+            c_pass, granularity = shrunk[found], 2
+        elif (found := find_first(grown, "pass")) is not None:
+            c_pass, granularity = grown[found], max(granularity - 1, 2)
+        elif (found := find_first(shrunk, "fail")) is not None:
+            c_fail, granularity = shrunk[found], max(granularity - 1, 2)
+        elif granularity < len(difference):
+            granularity = min(2 * granularity, len(difference))
+        else:
+            return c_pass, c_fail
+
+
+def dd(changes: Sequence[int], test: Test, *, passing: Sequence[int] = ()) -> tuple[Subset, Subset]:
+    """dd with a plain one-candidate test; each distinct subset is tested once."""
+    verdicts: dict[Subset, Verdict] = {}
+
+    def find_first(candidates: Sequence[Subset], wanted: Verdict) -> int | None:
+        for position, candidate in enumerate(candidates):
+            verdict = verdicts.get(candidate)
+            if verdict is None:
+                verdict = verdicts[candidate] = test(candidate)
+            if verdict == wanted:
+                return position
+        return None
+
+    return dd_search(changes, find_first, passing=passing)
+
+
+def isolate_hunks(
+    state: PairState, test: Callable[[PairState], Verdict]
+) -> tuple[PairState, PairState]:
+    """The DD baseline on a pair: (passing, failing) states one minimal set of hunks apart.
+
+    `test` classifies the *variant* of a state (the seed never changes here):
+    "pass" for ψ_s (good), "fail" for ψ_v (bad with the original signature),
+    "unresolved" otherwise. c_fail is `state` itself (its applied hunks), c_pass
+    its seed. Hunks whose tokens were all reduced away are left as they are on
+    both sides: they change nothing, so testing them is waste.
+    """
+    live = set(state.live_hunks())
+    changes = tuple(sorted(live & state.applied))
+    dead = tuple(sorted(state.applied - live))
+
+    def as_state(subset: Subset) -> PairState:
+        return state.with_hunks((*dead, *subset))
+
+    passing, failing = dd(changes, lambda subset: test(as_state(subset)))
+    return as_state(passing), as_state(failing)
