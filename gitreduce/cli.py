@@ -17,8 +17,20 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from gitreduce.errors import UserError
-from gitreduce.report import ProgressPrinter, print_summary
-from gitreduce.session import SingleSettings, reduce_file
+from gitreduce.report import (
+    PairProgressPrinter,
+    ProgressPrinter,
+    print_pair_summary,
+    print_summary,
+    write_pair,
+)
+from gitreduce.session import (
+    PairSettings,
+    SingleSettings,
+    read_input,
+    reduce_file,
+    reduce_pair_texts,
+)
 
 EXIT_INTERRUPTED = 130
 
@@ -27,7 +39,9 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command(
     help=(
-        "Reduce FILE to a smaller file that still fails the test the same way.\n\n"
+        "Reduce FILE to a smaller file that still fails the test the same way, or "
+        "(--seed S --variant V) reduce a passing seed and a failing variant together "
+        "until the few tokens that differ are the failure-inducing change.\n\n"
         "The test follows `git bisect run`: exit 0 = good, 125 = cannot be tested, "
         "1-127 = bad (the bug), >=128 = the test broke. With --interesting, exit 0 "
         "means 'still shows the bug' (C-Reduce/C-Vise scripts). The candidate is "
@@ -38,7 +52,19 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     )
 )
 def reduce(
-    file: Annotated[Path, typer.Argument(help="The failing file to reduce.")],
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(help="FILE: the failing file to reduce.", show_default=False),
+    ] = None,
+    seed: Annotated[
+        Path | None, typer.Option("--seed", help="The passing program (pairwise mode).")
+    ] = None,
+    variant: Annotated[
+        Path | None, typer.Option("--variant", help="The failing program derived from the seed.")
+    ] = None,
+    algorithm: Annotated[
+        str, typer.Option(help="Pairwise algorithm: ppr (default) or dd (Zeller's baseline).")
+    ] = "ppr",
     test: Annotated[
         str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
     ] = None,
@@ -81,8 +107,49 @@ def reduce(
             raise UserError("give exactly one of --test CMD or --interesting CMD")
         if signature is not None and any_failure:
             raise UserError("--signature and --any-failure exclude each other")
+        if algorithm not in ("ppr", "dd"):
+            raise UserError(f"unknown --algorithm {algorithm!r}; use ppr or dd")
+        if (seed is None) != (variant is None):
+            raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
+        if seed is not None and variant is not None:
+            if targets:
+                raise UserError("give either FILE or --seed/--variant, not both")
+            pair_settings = PairSettings(
+                seed=read_input(seed),
+                variant=read_input(variant),
+                name=variant.name,
+                test=test if test is not None else str(interesting),
+                polarity="bisect" if test is not None else "interesting",
+                jobs=jobs,
+                timeout=timeout,
+                language=language,
+                signature=signature,
+                any_failure=any_failure,
+                algorithm="dd" if algorithm == "dd" else "ppr",
+            )
+            output_dir = output or Path.cwd()
+            if not output_dir.is_dir():
+                raise UserError(f"--output {output_dir} must be an existing directory")
+            pair_progress = PairProgressPrinter(console)
+            try:
+                pair_summary = reduce_pair_texts(pair_settings, pair_progress)
+            finally:
+                pair_progress.stop()
+            seed_path, variant_path = write_pair(pair_summary, output_dir)
+            print_pair_summary(console, pair_summary, seed_path, variant_path)
+            if as_json:
+                record = pair_summary.as_dict() | {
+                    "seed_output": str(seed_path),
+                    "variant_output": str(variant_path),
+                }
+                sys.stdout.write(json.dumps(record, indent=2) + "\n")
+            if pair_summary.interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED)
+            return
+        if not targets or len(targets) != 1:
+            raise UserError("give one FILE to reduce (or --seed FILE --variant FILE)")
         settings = SingleSettings(
-            path=file,
+            path=Path(targets[0]),
             test=test if test is not None else str(interesting),
             polarity="bisect" if test is not None else "interesting",
             jobs=jobs,
@@ -103,6 +170,8 @@ def reduce(
     except KeyboardInterrupt:
         console.print("interrupted", highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except typer.Exit:
+        raise
     except Exception as error:
         if debug:
             raise

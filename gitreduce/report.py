@@ -7,13 +7,16 @@ loop more than a clock read.
 
 from __future__ import annotations
 
+import difflib
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.status import Status
 
 from gitreduce.current import Current
-from gitreduce.session import Summary
+from gitreduce.ppr import PairCurrent
+from gitreduce.session import PairSummary, Summary
 
 
 class ProgressPrinter:
@@ -71,3 +74,76 @@ def print_summary(console: Console, summary: Summary) -> None:
         highlight=False,
     )
     console.print(f"written to {summary.output}", highlight=False)
+
+
+class PairProgressPrinter:
+    """Progress of a pairwise reduction: seed, variant and difference sizes."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._live = console.is_terminal
+        self._interval = 0.1 if self._live else 5.0
+        self._last: float | None = None
+        self._status: Status | None = None
+
+    def __call__(self, current: PairCurrent) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self._interval:
+            return
+        self._last = now
+        state, stats = current.state, current.engine.stats
+        line = (
+            f"seed {state.seed_tokens()}  variant {state.variant_tokens()}  "
+            f"diff {state.diff_tokens()} tokens  tests {stats.tests_run}  "
+            f"cached {stats.cache_hits}  {stats.elapsed:.0f}s  pass {current.engine.pass_name}"
+        )
+        if self._live:
+            if self._status is None:
+                self._status = self._console.status(line)
+                self._status.start()
+            else:
+                self._status.update(line)
+        else:
+            self._console.print(line, highlight=False)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+def write_pair(summary: PairSummary, directory: Path) -> tuple[Path, Path]:
+    """The reduced seed and variant as NAME.seed.EXT and NAME.variant.EXT in `directory`."""
+    name = Path(summary.name)
+    seed_path = directory / f"{name.stem}.seed{name.suffix}"
+    variant_path = directory / f"{name.stem}.variant{name.suffix}"
+    seed_path.write_bytes(summary.seed)
+    variant_path.write_bytes(summary.variant)
+    return seed_path, variant_path
+
+
+def print_pair_summary(
+    console: Console, summary: PairSummary, seed_path: Path, variant_path: Path
+) -> None:
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    diff = difflib.unified_diff(
+        summary.seed.decode(errors="replace").splitlines(),
+        summary.variant.decode(errors="replace").splitlines(),
+        str(seed_path),
+        str(variant_path),
+        lineterm="",
+    )
+    for line in diff:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        console.print(line, style=style, highlight=False, markup=False)
+    state = "interrupted; best so far" if summary.interrupted else "reduced"
+    console.print(
+        f"{state} ({summary.algorithm}): seed {summary.seed_before} → {summary.seed_after}, "
+        f"variant {summary.variant_before} → {summary.variant_after}, "
+        f"difference {summary.diff_before} → {summary.diff_after} tokens; "
+        f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
+        f"{summary.wall_seconds:.1f}s",
+        highlight=False,
+    )
+    console.print(f"written to {seed_path} and {variant_path}", highlight=False)

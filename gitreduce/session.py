@@ -17,10 +17,13 @@ from typing import Literal
 
 from gitreduce import languages
 from gitreduce.current import Current
+from gitreduce.dd import isolate_hunks
 from gitreduce.engine import Engine, Stats
 from gitreduce.errors import UserError
 from gitreduce.oracle import Oracle, OracleClosed, TestSpec, calibrate
-from gitreduce.outcome import Verdict
+from gitreduce.outcome import Outcome, Verdict
+from gitreduce.pair import Alignment, PairState
+from gitreduce.ppr import PairCurrent, reduce_pair
 from gitreduce.reducer import reduce_program
 from gitreduce.syntax import Syntax
 
@@ -192,3 +195,165 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
         interrupted=interrupted,
         warnings=warnings,
     )
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """What `git reduce --seed S --variant V` (or GOOD..BAD) was asked to do."""
+
+    seed: bytes
+    variant: bytes
+    name: str  # the file name both are tested under
+    test: str
+    polarity: Literal["bisect", "interesting"] = "bisect"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    timeout: float | None = None
+    language: str | None = None
+    signature: str | None = None
+    any_failure: bool = False
+    algorithm: Literal["ppr", "dd"] = "ppr"
+
+
+@dataclass
+class PairSummary:
+    """Sizes before and after for seed, variant and their difference, plus the run's figures."""
+
+    name: str
+    language: str | None
+    algorithm: str
+    seed_before: int
+    variant_before: int
+    diff_before: int
+    seed_after: int
+    variant_after: int
+    diff_after: int
+    seed: bytes
+    variant: bytes
+    stats: Stats
+    wall_seconds: float
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def overhead_seconds(self) -> float:
+        return max(0.0, self.wall_seconds - self.stats.oracle_busy_seconds)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "language": self.language,
+            "algorithm": self.algorithm,
+            "seed_tokens": [self.seed_before, self.seed_after],
+            "variant_tokens": [self.variant_before, self.variant_after],
+            "diff_tokens": [self.diff_before, self.diff_after],
+            "tests_run": self.stats.tests_run,
+            "cache_hits": self.stats.cache_hits,
+            "syntax_rejected": self.stats.syntax_rejected,
+            "tests_by_pass": dict(self.stats.by_pass),
+            "wall_seconds": round(self.wall_seconds, 3),
+            "oracle_seconds": round(self.stats.oracle_busy_seconds, 3),
+            "overhead_seconds": round(self.overhead_seconds, 3),
+            "interrupted": self.interrupted,
+            "warnings": self.warnings,
+        }
+
+
+PairProgress = Callable[["PairCurrent"], None]
+
+
+def reduce_pair_texts(settings: PairSettings, progress: PairProgress | None = None) -> PairSummary:
+    """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C."""
+    started = time.monotonic()
+    if settings.seed == settings.variant:
+        raise UserError("the seed and the variant are identical; there is no difference to reduce")
+    grammar, warning = resolve_grammar(Path(settings.name), settings.language)
+    warnings = [warning] if warning else []
+    syntax = Syntax(grammar, settings.variant) if grammar else None
+    spec = TestSpec(
+        command=settings.test,
+        relative_path=settings.name,
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+    )
+    seed_expected = Verdict.GOOD if settings.polarity == "bisect" else Verdict.SKIP
+    alignment = Alignment.of(settings.seed, settings.variant, grammar)
+    full = alignment.full()
+    interrupted = False
+    with sigterm_as_interrupt():
+        calibration_started = time.monotonic()
+        try:
+            calibrate(spec, settings.seed, seed_expected, jobs=settings.jobs)
+        except UserError as error:
+            raise UserError(f"seed: {error}") from None
+        try:
+            spec, variant_outcome = calibrate(
+                spec, settings.variant, Verdict.BAD, jobs=settings.jobs
+            )
+        except UserError as error:
+            raise UserError(f"variant: {error}") from None
+        calibration_seconds = time.monotonic() - calibration_started
+
+        def seed_ok(outcome: Outcome) -> bool:
+            return outcome.verdict is seed_expected
+
+        def variant_ok(outcome: Outcome) -> bool:
+            return spec.is_interesting(variant_outcome, outcome)
+
+        with Oracle(spec, settings.jobs) as oracle:
+            engine = Engine(oracle.run, variant_ok, jobs=settings.jobs)
+            engine.stats.oracle_busy_seconds += calibration_seconds  # four runs of the test
+            current = PairCurrent(full, engine, syntax, seed_ok, variant_ok, progress)
+            seed_out, variant_out = settings.seed, settings.variant
+            try:
+                if progress is not None:
+                    progress(current)
+                if settings.algorithm == "dd":
+                    seed_out, variant_out = _isolate(full, engine, seed_ok, variant_ok)
+                else:
+                    reduce_pair(current)
+            except (KeyboardInterrupt, OracleClosed):
+                interrupted = True
+            finally:
+                oracle.close()
+                engine.close()
+            if settings.algorithm == "ppr":
+                seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+    final = Alignment.of(seed_out, variant_out, grammar)
+    return PairSummary(
+        name=settings.name,
+        language=grammar.name if grammar else None,
+        algorithm=settings.algorithm,
+        seed_before=len(alignment.seed.starts),
+        variant_before=len(alignment.variant.starts),
+        diff_before=alignment.diff_size,
+        seed_after=len(final.seed.starts),
+        variant_after=len(final.variant.starts),
+        diff_after=final.diff_size,
+        seed=seed_out,
+        variant=variant_out,
+        stats=engine.stats,
+        wall_seconds=time.monotonic() - started,
+        interrupted=interrupted,
+        warnings=warnings,
+    )
+
+
+def _isolate(
+    full: PairState,
+    engine: Engine,
+    seed_ok: Callable[[Outcome], bool],
+    variant_ok: Callable[[Outcome], bool],
+) -> tuple[bytes, bytes]:
+    """Zeller's dd over the hunks: the passing and failing variants one minimal set apart."""
+
+    def classify(state: PairState) -> Literal["pass", "fail", "unresolved"]:
+        outcome = engine.test(state.variant_text())
+        if variant_ok(outcome):
+            return "fail"
+        return "pass" if seed_ok(outcome) else "unresolved"
+
+    engine.pass_name = "dd"
+    passing, failing = isolate_hunks(full, classify)
+    return passing.variant_text(), failing.variant_text()
