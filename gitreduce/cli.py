@@ -26,11 +26,14 @@ from gitreduce.report import (
 )
 from gitreduce.session import (
     PairSettings,
+    RevisionSettings,
     SingleSettings,
     read_input,
     reduce_file,
     reduce_pair_texts,
+    reduce_revisions,
 )
+from gitreduce.store import ResultRequest, Store
 
 EXIT_INTERRUPTED = 130
 
@@ -65,6 +68,18 @@ def reduce(
     algorithm: Annotated[
         str, typer.Option(help="Pairwise algorithm: ppr (default) or dd (Zeller's baseline).")
     ] = "ppr",
+    no_bisect: Annotated[
+        bool, typer.Option("--no-bisect", help="Take GOOD and BAD as they are; do not bisect.")
+    ] = False,
+    branch: Annotated[
+        str | None, typer.Option(help="Result branch (default: reduce/<name>).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing result branch.")
+    ] = False,
+    patch: Annotated[
+        Path | None, typer.Option(help="Also write the result as a mail-ready patch.")
+    ] = None,
     test: Annotated[
         str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
     ] = None,
@@ -111,13 +126,15 @@ def reduce(
             raise UserError(f"unknown --algorithm {algorithm!r}; use ppr or dd")
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
-        if seed is not None and variant is not None:
-            if targets:
+        request = ResultRequest(branch=branch, force=force, patch=patch)
+        revisions = _revisions(targets or [], no_bisect)
+        if (seed is not None and variant is not None) or revisions is not None:
+            if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
             pair_settings = PairSettings(
-                seed=read_input(seed),
-                variant=read_input(variant),
-                name=variant.name,
+                seed=read_input(seed) if seed is not None else b"",
+                variant=read_input(variant) if variant is not None else b"",
+                name=variant.name if variant is not None else "",
                 test=test if test is not None else str(interesting),
                 polarity="bisect" if test is not None else "interesting",
                 jobs=jobs,
@@ -127,27 +144,43 @@ def reduce(
                 any_failure=any_failure,
                 algorithm="dd" if algorithm == "dd" else "ppr",
             )
-            output_dir = output or Path.cwd()
-            if not output_dir.is_dir():
-                raise UserError(f"--output {output_dir} must be an existing directory")
+            if output is not None and not output.is_dir():
+                raise UserError(f"--output {output} must be an existing directory")
             pair_progress = PairProgressPrinter(console)
             try:
-                pair_summary = reduce_pair_texts(pair_settings, pair_progress)
+                if revisions is not None:
+                    pair_summary = reduce_revisions(
+                        revisions,
+                        pair_settings,
+                        pair_progress,
+                        request,
+                        echo=lambda line: console.print(line, highlight=False, markup=False),
+                    )
+                else:
+                    assert variant is not None
+                    store = Store.near(variant)
+                    pair_summary = reduce_pair_texts(pair_settings, store, pair_progress, request)
             finally:
                 pair_progress.stop()
-            seed_path, variant_path = write_pair(pair_summary, output_dir)
-            print_pair_summary(console, pair_summary, seed_path, variant_path)
+            # Files only when asked for, or for plain files outside any repository:
+            # otherwise the result branch is the result and the work tree stays untouched.
+            if output is None and revisions is None and variant is not None:
+                output = None if Store.near(variant).users else variant.resolve().parent
+            written = write_pair(pair_summary, output) if output is not None else None
+            print_pair_summary(console, pair_summary, written)
             if as_json:
                 record = pair_summary.as_dict() | {
-                    "seed_output": str(seed_path),
-                    "variant_output": str(variant_path),
+                    "seed_output": str(written[0]) if written else None,
+                    "variant_output": str(written[1]) if written else None,
                 }
                 sys.stdout.write(json.dumps(record, indent=2) + "\n")
             if pair_summary.interrupted:
                 raise typer.Exit(EXIT_INTERRUPTED)
             return
         if not targets or len(targets) != 1:
-            raise UserError("give one FILE to reduce (or --seed FILE --variant FILE)")
+            raise UserError(
+                "give one FILE to reduce, --seed FILE --variant FILE, or GOOD..BAD -- PATH"
+            )
         settings = SingleSettings(
             path=Path(targets[0]),
             test=test if test is not None else str(interesting),
@@ -161,7 +194,7 @@ def reduce(
         )
         progress = ProgressPrinter(console)
         try:
-            summary = reduce_file(settings, progress)
+            summary = reduce_file(settings, progress, request)
         finally:
             progress.stop()
     except UserError as error:
@@ -182,6 +215,15 @@ def reduce(
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _revisions(targets: list[str], no_bisect: bool) -> RevisionSettings | None:
+    """`GOOD..BAD PATH` (PATH after `--`), or None when the targets name a plain file."""
+    if not targets or ".." not in targets[0] or Path(targets[0]).exists():
+        return None
+    if len(targets) != 2:
+        raise UserError("give one path after the revision range: git reduce GOOD..BAD -- PATH")
+    return RevisionSettings(revisions=targets[0], path=targets[1], bisect=not no_bisect)
 
 
 def main() -> None:

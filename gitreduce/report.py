@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -73,7 +74,9 @@ def print_summary(console: Console, summary: Summary) -> None:
         f"{summary.wall_seconds:.1f}s",
         highlight=False,
     )
-    console.print(f"written to {summary.output}", highlight=False)
+    _print_destinations(
+        console, summary.branch, summary.commits, [Path(summary.output)] if summary.output else None
+    )
 
 
 class PairProgressPrinter:
@@ -123,15 +126,15 @@ def write_pair(summary: PairSummary, directory: Path) -> tuple[Path, Path]:
 
 
 def print_pair_summary(
-    console: Console, summary: PairSummary, seed_path: Path, variant_path: Path
+    console: Console, summary: PairSummary, written: tuple[Path, Path] | None
 ) -> None:
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     diff = difflib.unified_diff(
         summary.seed.decode(errors="replace").splitlines(),
         summary.variant.decode(errors="replace").splitlines(),
-        str(seed_path),
-        str(variant_path),
+        f"seed/{summary.name}",
+        f"variant/{summary.name}",
         lineterm="",
     )
     for line in diff:
@@ -146,4 +149,16 @@ def print_pair_summary(
         f"{summary.wall_seconds:.1f}s",
         highlight=False,
     )
-    console.print(f"written to {seed_path} and {variant_path}", highlight=False)
+    _print_destinations(console, summary.branch, summary.commits, written)
+
+
+def _print_destinations(
+    console: Console, branch: str | None, commits: list[str], written: Sequence[Path] | None
+) -> None:
+    if branch is not None:
+        console.print(
+            f"recorded as branch {branch} ({commits[-1][:12]}): git show {branch}",
+            highlight=False,
+        )
+    if written:
+        console.print("written to " + " and ".join(str(path) for path in written), highlight=False)

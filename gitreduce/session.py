@@ -11,20 +11,39 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
+import pygit2
+
 from gitreduce import languages
+from gitreduce.bisect import PathBisect, bisect_path
 from gitreduce.current import Current
 from gitreduce.dd import isolate_hunks
 from gitreduce.engine import Engine, Stats
 from gitreduce.errors import UserError
-from gitreduce.oracle import Oracle, OracleClosed, TestSpec, calibrate
+from gitreduce.gitstore import GitVerdictCache
+from gitreduce.oracle import Oracle, OracleClosed, TestSpec
 from gitreduce.outcome import Outcome, Verdict
 from gitreduce.pair import Alignment, PairState
 from gitreduce.ppr import PairCurrent, reduce_pair
 from gitreduce.reducer import reduce_program
+from gitreduce.revisions import (
+    find_repository,
+    parse_range,
+    read_file_at,
+    resolve_commit,
+    to_repo_path,
+)
+from gitreduce.store import (
+    ResultRequest,
+    Store,
+    calibrate_cached,
+    message,
+    record,
+    verdict_cache,
+)
 from gitreduce.syntax import Syntax
 
 
@@ -48,7 +67,7 @@ class Summary:
     """The figures a reporter prints and `--json` emits."""
 
     input: str
-    output: str
+    output: str | None
     language: str | None
     tokens_before: int
     tokens_after: int
@@ -58,6 +77,8 @@ class Summary:
     wall_seconds: float
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    branch: str | None = None
+    commits: list[str] = field(default_factory=list)
 
     @property
     def overhead_seconds(self) -> float:
@@ -82,6 +103,8 @@ class Summary:
             "overhead_seconds": round(self.overhead_seconds, 3),
             "interrupted": self.interrupted,
             "warnings": self.warnings,
+            "branch": self.branch,
+            "commits": self.commits,
         }
 
 
@@ -135,12 +158,19 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> Summary:
+def reduce_file(
+    settings: SingleSettings,
+    progress: Progress | None = None,
+    result: ResultRequest | None = None,
+) -> Summary:
     """Reduce one file under the test; the result is written even when interrupted."""
     started = time.monotonic()
     original = read_input(settings.path)
-    output = settings.output or default_output(settings.path)
-    if not output.parent.is_dir():
+    store = Store.near(settings.path)
+    # Inside a repository the result is a branch; a file is written only when asked
+    # for, so the user's working tree stays untouched.
+    output = settings.output or (None if store.users else default_output(settings.path))
+    if output is not None and not output.parent.is_dir():
         raise UserError(f"cannot write {output}: {output.parent} is not a directory")
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
@@ -159,15 +189,16 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
         any_failure=settings.any_failure,
     )
     interrupted = False
-    with sigterm_as_interrupt():
+    with sigterm_as_interrupt(), verdict_cache(store, spec, warnings) as cache:
         calibration_started = time.monotonic()
-        spec, original_outcome = calibrate(spec, original, Verdict.BAD, jobs=settings.jobs)
+        spec, original_outcome = calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache)
         calibration_seconds = time.monotonic() - calibration_started
         with Oracle(spec, settings.jobs) as oracle:
             engine = Engine(
-                oracle.run,
+                cache.recording(oracle.run),
                 lambda outcome: spec.is_interesting(original_outcome, outcome),
                 jobs=settings.jobs,
+                cache=cache,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # two runs of the test
             current = Current(original, engine, syntax, progress)
@@ -181,10 +212,33 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
             finally:
                 oracle.close()
                 engine.close()
-        output.write_bytes(current.text)
+        if output is not None:
+            output.write_bytes(current.text)
+    repo_path = store.repo_path(settings.path)
+    branch, commits = record(
+        store,
+        result or ResultRequest(),
+        hint=settings.path.stem,
+        path=repo_path,
+        versions=[
+            (
+                message(
+                    f"git reduce: reduced {repo_path}",
+                    path=repo_path,
+                    test=settings.test,
+                    sources=[],
+                    before=original,
+                    after=current.text,
+                    tokens=(before_tokens, current.tokens),
+                ),
+                current.text,
+            )
+        ],
+        warnings=warnings,
+    )
     return Summary(
         input=str(settings.path),
-        output=str(output),
+        output=str(output) if output is not None else None,
         language=grammar.name if grammar else None,
         tokens_before=before_tokens,
         tokens_after=current.tokens,
@@ -194,6 +248,8 @@ def reduce_file(settings: SingleSettings, progress: Progress | None = None) -> S
         wall_seconds=time.monotonic() - started,
         interrupted=interrupted,
         warnings=warnings,
+        branch=branch,
+        commits=commits,
     )
 
 
@@ -212,6 +268,8 @@ class PairSettings:
     signature: str | None = None
     any_failure: bool = False
     algorithm: Literal["ppr", "dd"] = "ppr"
+    path: str = ""  # repository-relative, for the result commits (default: name)
+    sources: tuple[str, ...] = ()  # the seed's and the variant's commits, when known
 
 
 @dataclass
@@ -233,6 +291,9 @@ class PairSummary:
     wall_seconds: float
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    branch: str | None = None
+    commits: list[str] = field(default_factory=list)
+    first_bad_commit: str | None = None
 
     @property
     def overhead_seconds(self) -> float:
@@ -255,13 +316,21 @@ class PairSummary:
             "overhead_seconds": round(self.overhead_seconds, 3),
             "interrupted": self.interrupted,
             "warnings": self.warnings,
+            "branch": self.branch,
+            "commits": self.commits,
+            "first_bad_commit": self.first_bad_commit,
         }
 
 
 PairProgress = Callable[["PairCurrent"], None]
 
 
-def reduce_pair_texts(settings: PairSettings, progress: PairProgress | None = None) -> PairSummary:
+def reduce_pair_texts(
+    settings: PairSettings,
+    store: Store,
+    progress: PairProgress | None = None,
+    result: ResultRequest | None = None,
+) -> PairSummary:
     """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C."""
     started = time.monotonic()
     if settings.seed == settings.variant:
@@ -269,30 +338,14 @@ def reduce_pair_texts(settings: PairSettings, progress: PairProgress | None = No
     grammar, warning = resolve_grammar(Path(settings.name), settings.language)
     warnings = [warning] if warning else []
     syntax = Syntax(grammar, settings.variant) if grammar else None
-    spec = TestSpec(
-        command=settings.test,
-        relative_path=settings.name,
-        polarity=settings.polarity,
-        timeout=settings.timeout,
-        signature_regex=settings.signature,
-        any_failure=settings.any_failure,
-    )
-    seed_expected = Verdict.GOOD if settings.polarity == "bisect" else Verdict.SKIP
+    spec = _spec(settings)
+    seed_expected = _seed_verdict(settings.polarity)
     alignment = Alignment.of(settings.seed, settings.variant, grammar)
     full = alignment.full()
     interrupted = False
-    with sigterm_as_interrupt():
+    with sigterm_as_interrupt(), verdict_cache(store, spec, warnings) as cache:
         calibration_started = time.monotonic()
-        try:
-            calibrate(spec, settings.seed, seed_expected, jobs=settings.jobs)
-        except UserError as error:
-            raise UserError(f"seed: {error}") from None
-        try:
-            spec, variant_outcome = calibrate(
-                spec, settings.variant, Verdict.BAD, jobs=settings.jobs
-            )
-        except UserError as error:
-            raise UserError(f"variant: {error}") from None
+        spec, variant_outcome = _calibrate_pair(spec, settings, seed_expected, cache)
         calibration_seconds = time.monotonic() - calibration_started
 
         def seed_ok(outcome: Outcome) -> bool:
@@ -302,7 +355,9 @@ def reduce_pair_texts(settings: PairSettings, progress: PairProgress | None = No
             return spec.is_interesting(variant_outcome, outcome)
 
         with Oracle(spec, settings.jobs) as oracle:
-            engine = Engine(oracle.run, variant_ok, jobs=settings.jobs)
+            engine = Engine(
+                cache.recording(oracle.run), variant_ok, jobs=settings.jobs, cache=cache
+            )
             engine.stats.oracle_busy_seconds += calibration_seconds  # four runs of the test
             current = PairCurrent(full, engine, syntax, seed_ok, variant_ok, progress)
             seed_out, variant_out = settings.seed, settings.variant
@@ -321,15 +376,15 @@ def reduce_pair_texts(settings: PairSettings, progress: PairProgress | None = No
             if settings.algorithm == "ppr":
                 seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     final = Alignment.of(seed_out, variant_out, grammar)
-    return PairSummary(
+    summary = PairSummary(
         name=settings.name,
         language=grammar.name if grammar else None,
         algorithm=settings.algorithm,
-        seed_before=len(alignment.seed.starts),
-        variant_before=len(alignment.variant.starts),
+        seed_before=len(alignment.seed),
+        variant_before=len(alignment.variant),
         diff_before=alignment.diff_size,
-        seed_after=len(final.seed.starts),
-        variant_after=len(final.variant.starts),
+        seed_after=len(final.seed),
+        variant_after=len(final.variant),
         diff_after=final.diff_size,
         seed=seed_out,
         variant=variant_out,
@@ -338,6 +393,161 @@ def reduce_pair_texts(settings: PairSettings, progress: PairProgress | None = No
         interrupted=interrupted,
         warnings=warnings,
     )
+    _record_pair(store, result or ResultRequest(), settings, summary)
+    return summary
+
+
+def _spec(settings: PairSettings) -> TestSpec:
+    return TestSpec(
+        command=settings.test,
+        relative_path=settings.name,
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+    )
+
+
+def _seed_verdict(polarity: str) -> Verdict:
+    """What a passing seed looks like: good, or merely 'not interesting' for C-Reduce scripts."""
+    return Verdict.GOOD if polarity == "bisect" else Verdict.SKIP
+
+
+def _calibrate_pair(
+    spec: TestSpec, settings: PairSettings, seed_expected: Verdict, cache: GitVerdictCache
+) -> tuple[TestSpec, Outcome]:
+    """Both originals classified (or recalled); the spec timed on the variant."""
+    try:
+        calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
+    except UserError as error:
+        raise UserError(f"seed: {error}") from None
+    try:
+        return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
+    except UserError as error:
+        raise UserError(f"variant: {error}") from None
+
+
+def _record_pair(
+    store: Store, request: ResultRequest, settings: PairSettings, summary: PairSummary
+) -> None:
+    path = settings.path or settings.name
+    sources = list(settings.sources)
+    seed_message = message(
+        f"git reduce: reduced seed of {path}",
+        path=path,
+        test=settings.test,
+        sources=sources[:1],
+        before=settings.seed,
+        after=summary.seed,
+        tokens=(summary.seed_before, summary.seed_after),
+    )
+    variant_message = message(
+        f"git reduce: failure-inducing change in {path} ({summary.diff_after} tokens)",
+        path=path,
+        test=settings.test,
+        sources=sources[1:],
+        before=settings.variant,
+        after=summary.variant,
+        tokens=(summary.variant_before, summary.variant_after),
+    )
+    hint = Path(path).stem + (f"-{sources[-1][:7]}" if sources else "")
+    summary.branch, summary.commits = record(
+        store,
+        request,
+        hint=hint,
+        path=path,
+        versions=[(seed_message, summary.seed), (variant_message, summary.variant)],
+        warnings=summary.warnings,
+    )
+
+
+@dataclass(frozen=True)
+class RevisionSettings:
+    """`git reduce GOOD..BAD -- PATH`: where the pair comes from."""
+
+    revisions: str
+    path: str
+    bisect: bool = True
+
+
+def reduce_revisions(
+    revisions: RevisionSettings,
+    settings: PairSettings,
+    progress: PairProgress | None = None,
+    result: ResultRequest | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> PairSummary:
+    """Read PATH at GOOD and BAD from the object store, bisect to the first bad commit, reduce.
+
+    Nothing is checked out; the bisect's verdicts land in the same cache as the
+    reduction's, so a rerun repeats neither.
+    """
+    repo = find_repository(Path.cwd())
+    store = Store(repo, users=True)
+    good, bad = parse_range(revisions.revisions)
+    path = to_repo_path(repo, revisions.path)
+    seed, variant = read_file_at(repo, good, path), read_file_at(repo, bad, path)
+    if seed == variant:
+        raise UserError(f"{path} is identical at {good} and {bad}; nothing to reduce")
+    sources = [str(resolve_commit(repo, good).id), str(resolve_commit(repo, bad).id)]
+    name = PurePosixPath(path).name
+    settings = replace(settings, seed=seed, variant=variant, name=name, path=path)
+    if revisions.bisect:
+        found = _bisect(repo, good, bad, path, settings, echo)
+        if echo is not None:
+            for line in found.report():
+                echo(line)
+        sources = [str(found.seed_commit.id), str(found.variant_commit.id)]
+        settings = replace(
+            settings,
+            seed=read_file_at(repo, sources[0], path),
+            variant=read_file_at(repo, sources[1], path),
+        )
+    settings = replace(settings, sources=tuple(sources))
+    summary = reduce_pair_texts(settings, store, progress, result)
+    summary.first_bad_commit = sources[1] if revisions.bisect else None
+    return summary
+
+
+def _bisect(
+    repo: pygit2.Repository,
+    good: str,
+    bad: str,
+    path: str,
+    settings: PairSettings,
+    echo: Callable[[str], None] | None,
+) -> PathBisect:
+    spec = _spec(settings)
+    seed_expected = _seed_verdict(settings.polarity)
+    warnings: list[str] = []
+    with (
+        sigterm_as_interrupt(),
+        verdict_cache(Store(repo, users=True), spec, warnings) as cache,
+    ):
+        spec, variant_outcome = _calibrate_pair(spec, settings, seed_expected, cache)
+        with Oracle(spec, settings.jobs) as oracle:
+            engine = Engine(
+                cache.recording(oracle.run),
+                lambda outcome: spec.is_interesting(variant_outcome, outcome),
+                jobs=settings.jobs,
+                cache=cache,
+            )
+            engine.pass_name = "bisect"
+
+            def classify(content: bytes) -> Verdict:
+                outcome = engine.test(content)
+                if outcome.verdict is seed_expected:
+                    return Verdict.GOOD
+                if spec.is_interesting(variant_outcome, outcome):
+                    return Verdict.BAD
+                if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
+                    return Verdict.SKIP  # a different failure: like 125
+                return outcome.verdict
+
+            try:
+                return bisect_path(repo, good, bad, path, classify, echo)
+            finally:
+                engine.close()
 
 
 def _isolate(

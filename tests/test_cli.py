@@ -40,6 +40,8 @@ def environment(tmpdir: Path, *, wide: bool = True) -> dict[str, str]:
     if wide:
         env["COLUMNS"] = "1000"
     env["TMPDIR"] = str(tmpdir)
+    # A private verdict cache per test: runs must not recall each other's verdicts.
+    env["XDG_CACHE_HOME"] = str(tmpdir / "xdg-cache")
     return env
 
 
