@@ -226,10 +226,25 @@ def _revisions(targets: list[str], no_bisect: bool) -> RevisionSettings | None:
     return RevisionSettings(revisions=targets[0], path=targets[1], bisect=not no_bisect)
 
 
+def paths_last(argv: list[str]) -> list[str]:
+    """`GOOD..BAD -- PATH --test CMD` as DESIGN.md writes it: options may follow the paths.
+
+    Everything after `--` is positional to click, so the paths (the words right
+    after `--` that are not options) move to the end, behind their `--`.
+    """
+    if "--" not in argv:
+        return argv
+    at = argv.index("--")
+    end = at + 1
+    while end < len(argv) and not argv[end].startswith("-"):
+        end += 1
+    return argv[:at] + argv[end:] + argv[at:end]
+
+
 def main() -> None:
     """Entry point; click's usage errors become one `error:` line too."""
     try:
-        code = app(standalone_mode=False)
+        code = app(args=paths_last(sys.argv[1:]), standalone_mode=False)
     except TyperException as error:  # usage errors: unknown option, bad value
         Console(stderr=True, soft_wrap=True).print(
             f"[red]error:[/] {error.format_message()}", highlight=False
