@@ -17,6 +17,8 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from gitreduce.errors import UserError
+from gitreduce.history import History, chain
+from gitreduce.html_report import write_html
 from gitreduce.report import (
     PairProgressPrinter,
     ProgressPrinter,
@@ -109,6 +111,9 @@ def reduce(
             "--output", "-o", help="Where to write the result (default: NAME.reduced.EXT)."
         ),
     ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")
     ] = False,
@@ -147,19 +152,21 @@ def reduce(
             if output is not None and not output.is_dir():
                 raise UserError(f"--output {output} must be an existing directory")
             pair_progress = PairProgressPrinter(console)
+            history = History()
+            observe = chain(pair_progress, history)
             try:
                 if revisions is not None:
                     pair_summary = reduce_revisions(
                         revisions,
                         pair_settings,
-                        pair_progress,
+                        observe,
                         request,
                         echo=lambda line: console.print(line, highlight=False, markup=False),
                     )
                 else:
                     assert variant is not None
                     store = Store.near(variant)
-                    pair_summary = reduce_pair_texts(pair_settings, store, pair_progress, request)
+                    pair_summary = reduce_pair_texts(pair_settings, store, observe, request)
             finally:
                 pair_progress.stop()
             # Files only when asked for, or for plain files outside any repository:
@@ -168,11 +175,16 @@ def reduce(
                 output = None if Store.near(variant).users else variant.resolve().parent
             written = write_pair(pair_summary, output) if output is not None else None
             print_pair_summary(console, pair_summary, written)
+            record = pair_summary.as_dict() | {
+                "seed_output": str(written[0]) if written else None,
+                "variant_output": str(written[1]) if written else None,
+                "test": pair_settings.test,
+                "patch": str(patch) if patch is not None else None,
+                "html": str(html) if html is not None else None,
+            }
+            if html is not None:
+                write_html(html, record, pair_summary.seed, pair_summary.variant, history)
             if as_json:
-                record = pair_summary.as_dict() | {
-                    "seed_output": str(written[0]) if written else None,
-                    "variant_output": str(written[1]) if written else None,
-                }
                 sys.stdout.write(json.dumps(record, indent=2) + "\n")
             if pair_summary.interrupted:
                 raise typer.Exit(EXIT_INTERRUPTED)
@@ -193,10 +205,19 @@ def reduce(
             output=output,
         )
         progress = ProgressPrinter(console)
+        history = History()
         try:
-            summary = reduce_file(settings, progress, request)
+            summary = reduce_file(settings, chain(progress, history), request)
         finally:
             progress.stop()
+        print_summary(console, summary)
+        record = summary.as_dict() | {
+            "test": settings.test,
+            "patch": str(patch) if patch is not None else None,
+            "html": str(html) if html is not None else None,
+        }
+        if html is not None:
+            write_html(html, record, None, summary.result, history)
     except UserError as error:
         errors.print(f"[red]error:[/] {error}", highlight=False)
         raise typer.Exit(error.exit_code) from None
@@ -210,9 +231,8 @@ def reduce(
             raise
         errors.print(f"[red]internal error:[/] {error!r} (rerun with --debug)", highlight=False)
         raise typer.Exit(1) from None
-    print_summary(console, summary)
     if as_json:
-        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
 
@@ -243,8 +263,13 @@ def paths_last(argv: list[str]) -> list[str]:
 
 def main() -> None:
     """Entry point; click's usage errors become one `error:` line too."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["hooks"] and not Path("hooks").is_file():
+        from gitreduce import hooks
+
+        sys.exit(hooks.main(argv[1:]))
     try:
-        code = app(args=paths_last(sys.argv[1:]), standalone_mode=False)
+        code = app(args=paths_last(argv), standalone_mode=False)
     except TyperException as error:  # usage errors: unknown option, bad value
         Console(stderr=True, soft_wrap=True).print(
             f"[red]error:[/] {error.format_message()}", highlight=False

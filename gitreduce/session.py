@@ -19,7 +19,7 @@ import pygit2
 
 from gitreduce import languages
 from gitreduce.bisect import PathBisect, bisect_path
-from gitreduce.current import Current
+from gitreduce.current import Current, render_deletions
 from gitreduce.dd import isolate_hunks
 from gitreduce.engine import Engine, Stats
 from gitreduce.errors import UserError
@@ -79,6 +79,7 @@ class Summary:
     warnings: list[str] = field(default_factory=list)
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
+    result: bytes = b""  # the reduced text, for reports
 
     @property
     def overhead_seconds(self) -> float:
@@ -250,6 +251,7 @@ def reduce_file(
         warnings=warnings,
         branch=branch,
         commits=commits,
+        result=current.text,
     )
 
 
@@ -368,13 +370,22 @@ def reduce_pair_texts(
                     seed_out, variant_out = _isolate(full, engine, seed_ok, variant_ok)
                 else:
                     reduce_pair(current)
+                if settings.algorithm == "ppr":
+                    seed_out, variant_out = _without_comments(
+                        current.state.seed_text(),
+                        current.state.variant_text(),
+                        syntax,
+                        engine,
+                        seed_ok,
+                        variant_ok,
+                    )
             except (KeyboardInterrupt, OracleClosed):
                 interrupted = True
+                if settings.algorithm == "ppr":
+                    seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
             finally:
                 oracle.close()
                 engine.close()
-            if settings.algorithm == "ppr":
-                seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     final = Alignment.of(seed_out, variant_out, grammar)
     summary = PairSummary(
         name=settings.name,
@@ -397,10 +408,46 @@ def reduce_pair_texts(
     return summary
 
 
+def _without_comments(
+    seed: bytes,
+    variant: bytes,
+    syntax: Syntax | None,
+    engine: Engine,
+    seed_ok: Callable[[Outcome], bool],
+    variant_ok: Callable[[Outcome], bool],
+) -> tuple[bytes, bytes]:
+    """The pair with every comment gone, when both programs keep their property.
+
+    Comments are not tokens, so PPR never removes them on purpose; left in,
+    one that survives on one side only shows up in `git show` of the result.
+    """
+    if syntax is None:
+        return seed, variant
+    stripped = tuple(_strip_comments(text, syntax) for text in (seed, variant))
+    if stripped == (seed, variant):
+        return seed, variant
+    engine.pass_name = "comments"
+    if variant_ok(engine.test(stripped[1])) and seed_ok(engine.test(stripped[0])):
+        return stripped
+    return seed, variant
+
+
+def _strip_comments(text: bytes, syntax: Syntax) -> bytes:
+    spans = []
+    pending = [syntax.parse(text).tree.root_node]
+    while pending:
+        node = pending.pop()
+        if "comment" in node.type:
+            spans.append((node.start_byte, node.end_byte))
+        else:
+            pending.extend(node.children)
+    return render_deletions(text, spans)
+
+
 def _spec(settings: PairSettings) -> TestSpec:
     return TestSpec(
         command=settings.test,
-        relative_path=settings.name,
+        relative_path=settings.path or settings.name,  # where it lives in the repository
         polarity=settings.polarity,
         timeout=settings.timeout,
         signature_regex=settings.signature,
