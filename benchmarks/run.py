@@ -5,6 +5,7 @@ usage: python benchmarks/run.py [--cases DIR ...] [--tools gitreduce,cvise,shrin
                                 [--jobs 2] [--timeout-per-case S] [--out benchmarks/out]
                                 [--use-baselines] [--record-baselines]
                                 [--baseline-dir benchmarks/baselines] [--gitreduce-cmd CMD]
+       python benchmarks/run.py --pairs [--algorithms ppr,dd] [--dd-timeout S] [--cases ...]
 
 A case is a folder holding ``variant.EXT`` and ``test.sh`` (git-bisect-run convention:
 0 good, 1 bad = bug present, 125 unusable) and usually ``interesting.sh`` (exit 0 iff
@@ -12,6 +13,14 @@ the bug is present; generated on the fly when missing).  Every tool runs on a co
 the variant in a fresh scratch dir, cases and tools strictly one after another.  Sizes
 are counted only with ``shared/bench/tools/tokens.py``.  Every final file is checked
 with the case's ``test.sh`` (it must exit 1).
+
+``--pairs [--algorithms ppr,dd] [--dd-timeout S]`` runs git-reduce's pairwise mode
+instead, on cases holding ``seed.EXT``, ``variant.EXT`` and ``test.sh``: each
+algorithm on copies in a fresh scratch dir outside any git repository with a fresh
+``XDG_CACHE_HOME``; the reduced seed must make ``test.sh`` exit 0 and the reduced
+variant exit 1, and ``tokens.py SEED VARIANT`` must agree with the sizes git-reduce
+reports.  PPR is compared with the stored C-Vise baselines and with DD
+(``pairs.md`` / ``pairs.json`` in ``--out``).
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -211,11 +221,17 @@ def busy_seconds(spans: list[tuple[float, float]], lo: float, hi: float) -> floa
 
 
 def run_group(
-    cmd: list[str], cwd: Path, log: Path, timeout: float | None, stdout: Path | None = None
+    cmd: list[str],
+    cwd: Path,
+    log: Path,
+    timeout: float | None,
+    stdout: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> tuple[int | None, float, float, float, bool]:
     """Run ``cmd`` in its own process group (killed as a whole on timeout).
 
-    Output goes to ``log`` (stdout to ``stdout`` instead, when given).
+    Output goes to ``log`` (stdout to ``stdout`` instead, when given); ``env`` replaces
+    the environment when given.  On timeout the group gets SIGTERM, then SIGKILL.
     Returns (exit status, wall seconds, start epoch, end epoch, timed out).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -232,6 +248,7 @@ def run_group(
                 stdout=out_fh,
                 stderr=fh if stdout else subprocess.STDOUT,
                 start_new_session=True,
+                env=env,
             )
         except OSError as exc:
             fh.write(f"cannot start: {exc}\n")
@@ -740,6 +757,716 @@ def markdown(
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------- pairs
+#
+# ``--pairs``: git-reduce's pairwise mode (issue 4) on cases that hold ``seed.EXT``,
+# ``variant.EXT`` and ``test.sh``, once per ``--algorithms`` entry (ppr, dd).
+
+PAIR_ALGORITHMS = ("ppr", "dd")
+# the acceptance targets of issue 4 (shown next to the medians)
+PAIR_TARGETS: dict[str, Any] = {
+    "diff_median_c_cpp_max": 10,
+    "diff_rust_max": 4,
+    "variant_vs_cvise_max": 1.1,
+    "wall_vs_cvise_max": 1.0,
+    "diff_ppr_vs_dd_max": 0.5,
+    "size_dd_vs_ppr_min": 10.0,
+}
+
+
+@dataclass
+class PairCase(Case):
+    seed: Path
+
+
+@dataclass
+class PairResult:
+    case: str
+    algorithm: str
+    language: str  # "c/c++", "rust", or the extension
+    origin: str = "custom"  # "shared" (public bench), "fixtures" or "custom"
+    # git-reduce's own report (--json): [before, after]
+    seed_tokens: list[int | None] = field(default_factory=lambda: [None, None])
+    variant_tokens: list[int | None] = field(default_factory=lambda: [None, None])
+    diff_tokens: list[int | None] = field(default_factory=lambda: [None, None])
+    # the runner's recount with tokens.py SEED VARIANT: [before, after]
+    recount_seed_tokens: list[int | None] = field(default_factory=lambda: [None, None])
+    recount_variant_tokens: list[int | None] = field(default_factory=lambda: [None, None])
+    recount_diff_tokens: list[int | None] = field(default_factory=lambda: [None, None])
+    count_mismatches: list[str] = field(default_factory=list)
+    tests_run: int | None = None
+    cache_hits: int | None = None
+    wall_seconds: float | None = None  # measured by the runner (whole process)
+    stats_wall_seconds: float | None = None  # git-reduce's own clock
+    overhead_seconds: float | None = None
+    overhead_percent: float | None = None  # overhead_seconds / stats_wall_seconds
+    seed_test_sh_exit: int | None = None
+    variant_test_sh_exit: int | None = None
+    seed_good: bool = False
+    variant_bad: bool = False
+    checks_ok: bool = False
+    interrupted: bool = False
+    timed_out: bool = False
+    timeout_seconds: float | None = None
+    exit_status: int | None = None
+    command: str = ""
+    seed_result: str | None = None
+    variant_result: str | None = None
+    log_file: str | None = None
+    loadavg_before: list[float] = field(default_factory=list)
+    loadavg_after: list[float] = field(default_factory=list)
+    loadavg_during: dict[str, Any] = field(default_factory=dict)  # LoadSampler.summary()
+    error: str | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size_after(self) -> int | None:
+        """Program size of the result: reduced seed + reduced variant (tokens.py)."""
+        s, v = self.recount_seed_tokens[1], self.recount_variant_tokens[1]
+        return None if s is None or v is None else s + v
+
+
+class LoadSampler:
+    """Samples the 1-minute load average every ``every`` seconds while in a ``with``."""
+
+    def __init__(self, every: float = 10.0) -> None:
+        self.every = every
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            now = loadavg()
+            if now:
+                self.samples.append(now[0])
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, Any]:
+        if not self.samples:
+            return {}
+        return {
+            "every_seconds": self.every,
+            "samples": len(self.samples),
+            "min": min(self.samples),
+            "median": round(statistics.median(self.samples), 2),
+            "max": max(self.samples),
+        }
+
+
+def language_group(ext: str) -> str:
+    if ext in C_LIKE:
+        return "c/c++"
+    if ext == ".rs":
+        return "rust"
+    return ext.lstrip(".") or "?"
+
+
+def is_pair_dir(path: Path) -> bool:
+    return (
+        (path / "test.sh").is_file()
+        and any(p.is_file() for p in path.glob("seed.*"))
+        and any(p.is_file() for p in path.glob("variant.*"))
+    )
+
+
+def load_pair_case(path: Path, origin: str) -> PairCase:
+    path = path.resolve()
+    seeds = sorted(p for p in path.glob("seed.*") if p.is_file())
+    variants = sorted(p for p in path.glob("variant.*") if p.is_file())
+    if len(seeds) != 1 or len(variants) != 1:
+        raise ValueError(
+            f"expected one seed.* and one variant.* file, found {len(seeds)} and {len(variants)}"
+        )
+    if seeds[0].suffix != variants[0].suffix:
+        raise ValueError(f"seed and variant extensions differ: {seeds[0].name}, {variants[0].name}")
+    return PairCase(name=path.name, path=path, variant=variants[0], origin=origin, seed=seeds[0])
+
+
+def discover_pair_cases(dirs: list[Path] | None) -> list[PairCase]:
+    """Like ``discover_cases``, for folders holding seed.EXT, variant.EXT and test.sh."""
+    roots: list[tuple[Path, str]]
+    if dirs:
+        roots = [(d, "custom") for d in dirs]
+    else:
+        roots = [(DEFAULT_CASES_ROOT, "shared"), (FIXTURES_ROOT, "fixtures")]
+    cases: list[PairCase] = []
+    seen: set[str] = set()
+    for root, origin in roots:
+        if not root.is_dir():
+            if dirs:
+                raise SystemExit(f"no such case dir: {root}")
+            continue
+        found = [root] if is_pair_dir(root) else sorted(p for p in root.iterdir() if is_pair_dir(p))
+        for p in found:
+            try:
+                case = load_pair_case(p, origin)
+            except ValueError as exc:
+                print(f"skipping {p}: {exc}", file=sys.stderr)
+                continue
+            if case.name in seen:
+                case.name = f"{origin}/{case.name}"
+            seen.add(case.name)
+            cases.append(case)
+    return cases
+
+
+def count_pair(seed: Path, variant: Path, tokens_py: Path) -> tuple[int, int, int] | None:
+    """(seed tokens, variant tokens, diff tokens) from ``tokens.py SEED VARIANT``."""
+    if not (seed.is_file() and variant.is_file()):
+        return None
+    out = subprocess.run(
+        [python_for_tokens(), str(tokens_py), str(seed), str(variant)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    parts = out.stdout.split()
+    if len(parts) != 3:
+        return None
+    try:
+        s, v, d = (int(x) for x in parts)
+    except ValueError:
+        return None
+    return s, v, d
+
+
+def inside_git_work_tree(path: Path) -> bool:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "true"
+
+
+def _int_pair(value: Any) -> list[int | None]:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(x, int) for x in value):
+        return list(value)
+    return [None, None]
+
+
+def run_pair(case: PairCase, algorithm: str, scratch: Path, args: argparse.Namespace) -> PairResult:
+    """``git-reduce --seed --variant --algorithm A`` on copies, then re-check the result."""
+    res = PairResult(
+        case=case.name, algorithm=algorithm, language=language_group(case.ext), origin=case.origin
+    )
+    if args.gitreduce_argv is None:
+        res.error = "git-reduce not found (use --gitreduce-cmd)"
+        return res
+    work = scratch / "work"
+    outdir = scratch / "out"
+    cache = scratch / "xdg-cache"  # fresh verdict cache: nothing reused between runs
+    for d in (work, outdir, cache):
+        d.mkdir()
+    if inside_git_work_tree(work):
+        res.error = f"scratch dir {work} is inside a git work tree (set TMPDIR elsewhere)"
+        return res
+    seed = work / f"seed{case.ext}"
+    variant = work / f"variant{case.ext}"
+    shutil.copyfile(case.seed, seed)
+    shutil.copyfile(case.variant, variant)
+    test_cmd = f"{shlex.quote(str(case.test_sh))} {{}}"
+    cmd = [
+        *args.gitreduce_argv,
+        "--seed",
+        seed.name,
+        "--variant",
+        variant.name,
+        "--test",
+        test_cmd,
+        "--jobs",
+        str(args.jobs),
+        "--algorithm",
+        algorithm,
+        "--output",
+        str(outdir),
+        "--json",
+    ]
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    timeout = args.dd_timeout if algorithm == "dd" else args.timeout_per_case
+    res.timeout_seconds = timeout
+    log = args.out / "logs" / f"{safe(case.name)}-pairs-{algorithm}.log"
+    stdout = scratch / "stdout.json"
+    res.log_file, res.command = str(log), shlex.join(cmd)
+    res.loadavg_before = loadavg()
+    with LoadSampler() as sampler:
+        rc, wall, _, _, timed_out = run_group(cmd, work, log, timeout, stdout=stdout, env=env)
+    res.loadavg_after = loadavg()
+    res.loadavg_during = sampler.summary()
+    res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
+    data = parse_json_output(stdout.read_text(errors="replace")) if stdout.is_file() else None
+    if data is None:
+        res.error = f"no JSON summary on stdout (exit {rc}{', timed out' if timed_out else ''})"
+        return res
+    res.stats = {k: v for k, v in data.items() if k not in ("commits",)}
+    res.seed_tokens = _int_pair(data.get("seed_tokens"))
+    res.variant_tokens = _int_pair(data.get("variant_tokens"))
+    res.diff_tokens = _int_pair(data.get("diff_tokens"))
+    for key in ("tests_run", "cache_hits"):
+        if isinstance(data.get(key), int):
+            setattr(res, key, data[key])
+    res.interrupted = bool(data.get("interrupted"))
+    tw, ov = data.get("wall_seconds"), data.get("overhead_seconds")
+    if isinstance(tw, int | float):
+        res.stats_wall_seconds = round(float(tw), 3)
+    if isinstance(ov, int | float):
+        res.overhead_seconds = round(float(ov), 3)
+        if isinstance(tw, int | float) and tw > 0:
+            res.overhead_percent = round(100.0 * float(ov) / float(tw), 1)
+
+    # the reduced pair: where git-reduce says it wrote it (relative to its cwd)
+    outs: list[Path | None] = []
+    for key in ("seed_output", "variant_output"):
+        value = data.get(key)
+        outs.append((work / value).resolve() if isinstance(value, str) and value else None)
+    seed_out, variant_out = outs
+    if (
+        seed_out is None
+        or variant_out is None
+        or not seed_out.is_file()
+        or not variant_out.is_file()
+    ):
+        res.error = "git-reduce reported no (existing) seed_output/variant_output"
+        return res
+    kept = args.out / "results"
+    kept.mkdir(parents=True, exist_ok=True)
+    keep_seed = kept / f"{safe(case.name)}-{algorithm}.seed{case.ext}"
+    keep_variant = kept / f"{safe(case.name)}-{algorithm}.variant{case.ext}"
+    shutil.copyfile(seed_out, keep_seed)
+    shutil.copyfile(variant_out, keep_variant)
+    res.seed_result, res.variant_result = str(keep_seed), str(keep_variant)
+
+    # independent checks: test.sh on both results, tokens.py on the originals and results
+    res.seed_test_sh_exit = run_test(case, keep_seed)
+    res.variant_test_sh_exit = run_test(case, keep_variant)
+    res.seed_good = res.seed_test_sh_exit == 0
+    res.variant_bad = res.variant_test_sh_exit == 1
+    before = count_pair(case.seed, case.variant, args.tokens_py)
+    after = count_pair(keep_seed, keep_variant, args.tokens_py)
+    for i, counted in ((0, before), (1, after)):
+        if counted is None:
+            res.count_mismatches.append(f"tokens.py failed on the {('inputs', 'results')[i]}")
+            continue
+        for name, value in zip(("seed", "variant", "diff"), counted, strict=True):
+            getattr(res, f"recount_{name}_tokens")[i] = value
+            reported = getattr(res, f"{name}_tokens")[i]
+            if reported != value:
+                when = ("before", "after")[i]
+                res.count_mismatches.append(
+                    f"{name} {when}: git-reduce {fmt(reported)} != tokens.py {value}"
+                )
+    res.checks_ok = res.seed_good and res.variant_bad and not res.count_mismatches
+    if rc not in (0, None) and not res.error:
+        res.error = f"git-reduce exited with {rc}" + (" (interrupted)" if res.interrupted else "")
+    return res
+
+
+def compute_pair_ratios(
+    results: list[PairResult], cvise: dict[str, Result | None]
+) -> dict[str, dict[str, float | None]]:
+    """Per case, PPR's ratios (issue 4): vs C-Vise's single-program run and vs DD.
+
+    Sizes are the runner's tokens.py counts; a ratio is only computed when the pairs
+    involved passed their checks and the C-Vise result reproduces (the wall ratio also
+    needs a PPR run that finished).
+    """
+    by = {(r.case, r.algorithm): r for r in results}
+    out: dict[str, dict[str, float | None]] = {}
+    for case in dict.fromkeys(r.case for r in results):
+        p, d, c = by.get((case, "ppr")), by.get((case, "dd")), cvise.get(case)
+        if p is None:
+            continue
+        p_ok = p.checks_ok
+        d_ok = d is not None and d.checks_ok
+        c_ok = c is not None and c.reproduces
+        p_var, p_diff, p_size = p.recount_variant_tokens[1], p.recount_diff_tokens[1], p.size_after
+        out[case] = {
+            "variant_vs_cvise": ratio(p_var, c.final_tokens) if p_ok and c_ok and c else None,
+            # a stopped run's wall is only a lower bound: no ratio
+            "wall_vs_cvise": (
+                ratio(p.wall_seconds, c.wall_seconds)
+                if p_ok and c_ok and c and not (p.timed_out or p.interrupted)
+                else None
+            ),
+            "diff_ppr_vs_dd": (
+                ratio(p_diff, d.recount_diff_tokens[1]) if p_ok and d_ok and d else None
+            ),
+            "size_dd_vs_ppr": ratio(d.size_after, p_size) if p_ok and d_ok and d else None,
+        }
+    return out
+
+
+def _median(values: list[float | int | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def summarize_pairs(
+    results: list[PairResult], ratios: dict[str, dict[str, float | None]]
+) -> dict[str, Any]:
+    """Medians per algorithm over results that passed their checks.
+
+    Only the public cases (../shared/bench/cases) count when there are any: the
+    fixtures are small known-answer pairs, reported but kept out of the medians.
+    """
+    public = [r for r in results if r.origin == "shared"]
+    pool = public or results
+    counted = list(dict.fromkeys(r.case for r in pool))
+    summary: dict[str, Any] = {
+        "targets": PAIR_TARGETS,
+        "cases_counted": counted,
+        "cases_not_counted": [
+            c for c in dict.fromkeys(r.case for r in results) if c not in counted
+        ],
+    }
+    for alg in dict.fromkeys(r.algorithm for r in pool):
+        ok = [r for r in pool if r.algorithm == alg and r.checks_ok]
+        c_cpp = [r.recount_diff_tokens[1] for r in ok if r.language == "c/c++"]
+        rust = [r.recount_diff_tokens[1] for r in ok if r.language == "rust"]
+        summary[alg] = {
+            "median_diff_c_cpp": _median(c_cpp),
+            "n_c_cpp": len(c_cpp),
+            "diff_rust": _median(rust),  # the Rust case's diff (median if several)
+            "n_rust": len(rust),
+            "median_variant_tokens": _median([r.recount_variant_tokens[1] for r in ok]),
+            "median_wall_seconds": _median([r.wall_seconds for r in ok]),
+            "not_verified": [r.case for r in pool if r.algorithm == alg and not r.checks_ok],
+            "timed_out": [r.case for r in pool if r.algorithm == alg and r.timed_out],
+        }
+    for key in ("variant_vs_cvise", "wall_vs_cvise", "diff_ppr_vs_dd", "size_dd_vs_ppr"):
+        vals = [r[key] for c, r in ratios.items() if c in counted and r[key] is not None]
+        summary[f"median_{key}"] = statistics.median(vals) if vals else None
+        summary[f"n_{key}"] = len(vals)
+    return summary
+
+
+def _arrow(pair: list[int | None]) -> str:
+    return f"{fmt(pair[0])} → {fmt(pair[1])}"
+
+
+def _checks_cell(r: PairResult) -> str:
+    if r.error and r.seed_result is None:
+        return f"error: {r.error}"
+    problems: list[str] = []
+    if not r.seed_good:
+        problems.append(f"seed test.sh → {fmt(r.seed_test_sh_exit)} (want 0)")
+    if not r.variant_bad:
+        problems.append(f"variant test.sh → {fmt(r.variant_test_sh_exit)} (want 1)")
+    problems += r.count_mismatches
+    return "; ".join(problems) if problems else "ok"
+
+
+def _load_cell(r: PairResult) -> str:
+    b = r.loadavg_before[0] if r.loadavg_before else None
+    a = r.loadavg_after[0] if r.loadavg_after else None
+    cell = f"{fmt(b, 2)} / {fmt(a, 2)}"
+    during = r.loadavg_during
+    if during.get("max") is not None:
+        cell += f" (median {fmt(during.get('median'), 1)}, max {fmt(during['max'], 1)})"
+    return cell
+
+
+def pair_markdown(
+    results: list[PairResult],
+    ratios: dict[str, dict[str, float | None]],
+    summary: dict[str, Any],
+    cvise: dict[str, Result | None],
+    meta: dict[str, Any],
+) -> str:
+    head = [
+        "case",
+        "algorithm",
+        "seed tokens",
+        "variant tokens",
+        "diff tokens",
+        "tests",
+        "wall s",
+        "overhead %",
+        "checks",
+        "variant / C-Vise",
+        "wall / C-Vise",
+        "diff PPR/DD",
+        "size DD/PPR",
+        "load 1m before / after (during)",
+    ]
+    lines = [
+        "# git-reduce pairwise benchmark (seed + variant)",
+        "",
+        f"{meta['date']} · {meta['machine']} · jobs={meta['jobs']} · "
+        f"timeout/case={fmt(meta['timeout_per_case'], 0)} s (dd: "
+        f"{fmt(meta['dd_timeout'], 0)} s) · git-reduce {meta.get('gitreduce_version', '?')}",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "|".join(["---"] * 2 + ["---:"] * 6 + ["---"] + ["---:"] * 5) + "|",
+    ]
+    for r in results:
+        wall = fmt(r.wall_seconds)
+        if r.timed_out:
+            wall += " (timed out)"
+        elif r.interrupted:
+            wall += " (interrupted)"
+        rr = ratios.get(r.case, {}) if r.algorithm == "ppr" else {}
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r.case,
+                    r.algorithm,
+                    _arrow(r.seed_tokens),
+                    _arrow(r.variant_tokens),
+                    _arrow(r.diff_tokens),
+                    fmt(r.tests_run),
+                    wall,
+                    fmt(r.overhead_percent),
+                    _checks_cell(r),
+                    fmt(rr.get("variant_vs_cvise"), 2) if rr else "",
+                    fmt(rr.get("wall_vs_cvise"), 2) if rr else "",
+                    fmt(rr.get("diff_ppr_vs_dd"), 2) if rr else "",
+                    fmt(rr.get("size_dd_vs_ppr"), 1) if rr else "",
+                    _load_cell(r),
+                ]
+            )
+            + " |"
+        )
+    lines += ["", "C-Vise single-program reference (same variant):", ""]
+    lines += [
+        "| case | C-Vise final tokens | C-Vise wall s | source | reproduces |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for case, c in cvise.items():
+        if c is None:
+            lines.append(f"| {case} | - | - | no baseline | - |")
+        else:
+            src = "baseline" if c.source == "baseline" else "live run"
+            lines.append(
+                f"| {case} | {fmt(c.final_tokens)} | {fmt(c.wall_seconds)} | {src} | "
+                f"{fmt(c.reproduces)} |"
+            )
+    t = PAIR_TARGETS
+    parts = []
+    for alg in (a for a in PAIR_ALGORITHMS if a in summary):
+        s = summary[alg]
+        parts.append(
+            f"{alg.upper()}: median diff over C/C++ cases {fmt(s['median_diff_c_cpp'])} "
+            f"(n={s['n_c_cpp']}), Rust diff {fmt(s['diff_rust'])}"
+        )
+    ratio_part = (
+        f"PPR medians: variant / C-Vise {fmt(summary.get('median_variant_vs_cvise'), 2)} "
+        f"(target ≤ {t['variant_vs_cvise_max']}), wall / C-Vise "
+        f"{fmt(summary.get('median_wall_vs_cvise'), 2)} (≤ {t['wall_vs_cvise_max']}), "
+        f"diff PPR/DD {fmt(summary.get('median_diff_ppr_vs_dd'), 2)} "
+        f"(≤ {t['diff_ppr_vs_dd_max']}), size DD/PPR "
+        f"{fmt(summary.get('median_size_dd_vs_ppr'), 1)} (≥ {t['size_dd_vs_ppr_min']})."
+    )
+    scope = f"over {', '.join(summary.get('cases_counted', [])) or 'no cases'}"
+    if summary.get("cases_not_counted"):
+        scope += f"; not counted: {', '.join(summary['cases_not_counted'])}"
+    lines += [
+        "",
+        f"**Summary** ({scope}): "
+        + "; ".join(parts)
+        + f" (targets: ≤ {t['diff_median_c_cpp_max']} C/C++, ≤ {t['diff_rust_max']} Rust). "
+        + ratio_part,
+        "",
+    ]
+    notes = [f"- {n}" for n in meta.get("notes", [])]
+    if notes:
+        lines += ["Notes:", "", *notes, ""]
+    return "\n".join(lines)
+
+
+def gitreduce_version(argv: list[str]) -> str:
+    """``git-reduce --version``, else the commit of this checkout (+ dirty marker)."""
+    try:
+        out = subprocess.run(
+            [*argv, "--version"], capture_output=True, text=True, check=False, timeout=60
+        )
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "gitreduce"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    if not sha:
+        return "unknown"
+    return f"{REPO.name}@{sha}" + (" + uncommitted changes in gitreduce/" if dirty else "")
+
+
+def pair_notes() -> list[str]:
+    """The standing notes of pairs.md (per-case notes are appended after them)."""
+    return [
+        "Tokens: git-reduce's own report (--json), before → after; checks re-count the "
+        "inputs and results with tokens.py SEED VARIANT and flag any difference.",
+        "checks: ok = test.sh on the reduced seed exits 0, on the reduced variant exits 1, "
+        "and tokens.py's seed/variant/diff counts equal git-reduce's.",
+        "Each run: copies seed.EXT/variant.EXT in a fresh scratch dir outside any git "
+        "repository, XDG_CACHE_HOME a fresh empty dir (no verdicts reused between runs).",
+        "wall s: the runner's clock around the whole git-reduce process; overhead %: "
+        "git-reduce's overhead_seconds / its own wall_seconds.",
+        "Ratios (PPR rows, tokens.py counts, only when the pairs pass their checks): "
+        "variant / C-Vise = reduced variant / C-Vise's final tokens on the same variant; "
+        "wall / C-Vise = PPR wall / C-Vise wall; diff PPR/DD = PPR diff / DD diff; "
+        "size DD/PPR = (DD seed + variant) / (PPR seed + variant).",
+        "Medians count only the public cases (when any ran) and only results that pass "
+        "their checks; a timed-out run counts with the best pair it had when stopped "
+        "(git-reduce writes it on SIGTERM).",
+        "load 1m: 1-minute load average before / after the run and, in brackets, its "
+        "median and max over samples taken during the run (2 cores; a value above the "
+        "jobs count means other work shared the CPU).",
+    ]
+
+
+def write_pair_report(
+    args: argparse.Namespace,
+    results: list[PairResult],
+    cvise: dict[str, Result | None],
+    meta: dict[str, Any],
+) -> None:
+    ratios = compute_pair_ratios(results, cvise)
+    summary = summarize_pairs(results, ratios)
+    md = pair_markdown(results, ratios, summary, cvise, meta)
+    payload = {
+        "meta": meta,
+        "results": [asdict(r) | {"size_after": r.size_after} for r in results],
+        "cvise": {k: (asdict(v) if v is not None else None) for k, v in cvise.items()},
+        "ratios": ratios,
+        "summary": summary,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "pairs.json").write_text(json.dumps(payload, indent=2) + "\n")
+    (args.out / "pairs.md").write_text(md)
+    print(md)
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def rerender_pairs(args: argparse.Namespace) -> int:
+    """``--pairs-report FILE``: rewrite pairs.md/pairs.json from an earlier pairs.json."""
+    src = args.pairs_report.resolve()
+    payload = json.loads(src.read_text())
+    meta = payload["meta"]
+    origins = {c["name"]: c.get("origin", "custom") for c in meta.get("cases", [])}
+    results: list[PairResult] = []
+    for data in payload["results"]:
+        res = _from_dict(PairResult, data)
+        if "origin" not in data:
+            res.origin = origins.get(res.case, "custom")
+        results.append(res)
+    cvise = {k: (_from_dict(Result, v) if v else None) for k, v in payload["cvise"].items()}
+    old_notes = meta.get("notes", [])
+    case_notes = [n for n in old_notes if any(n.startswith((f"{c}:", f"{c} ")) for c in origins)]
+    now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    extra_notes = [str(n) for n in meta.get("extra_notes", [])]  # added by hand, kept
+    meta["notes"] = [
+        *pair_notes(),
+        *case_notes,
+        *(n for n in extra_notes if n not in case_notes),
+        f"Rendered {now} by run.py --pairs-report from the run's pairs.json (nothing re-run).",
+    ]
+    meta["rendered"] = now
+    version = str(meta.get("gitreduce_version", ""))
+    if (not version or version.startswith("error")) and meta.get("gitreduce_cmd"):
+        # older runs asked ``git-reduce --version``, which the CLI lacks
+        meta["gitreduce_version"] = gitreduce_version(meta["gitreduce_cmd"]) + " (when rendered)"
+    write_pair_report(args, results, cvise, meta)
+    return 0
+
+
+def main_pairs(args: argparse.Namespace) -> int:
+    if args.pairs_report is not None:
+        return rerender_pairs(args)
+    cases = discover_pair_cases(args.cases)
+    if not cases:
+        print("no pair cases (seed.EXT + variant.EXT + test.sh) found", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    args.gitreduce_argv = resolve_gitreduce(args.gitreduce_cmd)
+    if args.gitreduce_argv is None:
+        print("git-reduce not found (see --gitreduce-cmd)", file=sys.stderr)
+        return 2
+    notes = pair_notes()
+    meta: dict[str, Any] = {
+        "mode": "pairs",
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": MACHINE_NOTE,
+        "cpu_count": os.cpu_count(),
+        "jobs": args.jobs,
+        "timeout_per_case": args.timeout_per_case,
+        "dd_timeout": args.dd_timeout,
+        "algorithms": args.algorithm_list,
+        "baseline_dir": str(args.baseline_dir),
+        "gitreduce_cmd": args.gitreduce_argv,
+        "gitreduce_version": gitreduce_version(args.gitreduce_argv),
+        "cases": [
+            {"name": c.name, "path": str(c.path), "origin": c.origin, "language": c.ext}
+            for c in cases
+        ],
+        "loadavg_start": loadavg(),
+        "notes": notes,
+    }
+    cvise: dict[str, Result | None] = {}
+    for case in cases:
+        cvise[case.name] = cvise_from_baseline(case, args)
+        if cvise[case.name] is None:
+            notes.append(f"{case.name}: no C-Vise baseline in {args.baseline_dir}: no ratios.")
+    results: list[PairResult] = []
+    for case in cases:
+        for alg in args.algorithm_list:
+            stamp = f"{dt.datetime.now():%H:%M:%S}"
+            print(
+                f"[{stamp}] {case.name}: {alg} (load {loadavg()}) ...", file=sys.stderr, flush=True
+            )
+            with tempfile.TemporaryDirectory(prefix=f"pairs-{safe(case.name)}-{alg}-") as tmp:
+                res = run_pair(case, alg, Path(tmp), args)
+            print(
+                f"    -> seed {_arrow(res.seed_tokens)}, variant {_arrow(res.variant_tokens)}, "
+                f"diff {_arrow(res.diff_tokens)}, {fmt(res.wall_seconds)} s"
+                + (" (timed out)" if res.timed_out else "")
+                + f", {fmt(res.tests_run)} tests, checks: {_checks_cell(res)}"
+                + (f", error: {res.error}" if res.error else ""),
+                file=sys.stderr,
+                flush=True,
+            )
+            if res.timed_out:
+                notes.append(
+                    f"{case.name}: {alg} hit the {fmt(res.timeout_seconds, 0)} s limit; "
+                    "reported is the best pair when it was stopped."
+                )
+            results.append(res)
+    meta["loadavg_end"] = loadavg()
+    write_pair_report(args, results, cvise, meta)
+    return 0
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -802,7 +1529,46 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--shrinkray-no-restart", action="store_true", help="pass --no-restart to shrinkray"
     )
     ap.add_argument("--tokens-py", type=Path, default=DEFAULT_TOKENS_PY)
+    ap.add_argument(
+        "--pairs",
+        action="store_true",
+        help="pairwise mode: run git-reduce --seed/--variant on cases with seed.EXT, "
+        "variant.EXT and test.sh; writes pairs.md / pairs.json (--tools is ignored)",
+    )
+    ap.add_argument(
+        "--algorithms",
+        default=",".join(PAIR_ALGORITHMS),
+        help="with --pairs: comma-separated subset of ppr,dd (default both)",
+    )
+    ap.add_argument(
+        "--dd-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --pairs: wall-clock limit of a dd run, seconds (default: --timeout-per-case)",
+    )
+    ap.add_argument(
+        "--pairs-report",
+        type=Path,
+        default=None,
+        metavar="PAIRS_JSON",
+        help="with --pairs: only re-render pairs.md / pairs.json into --out from an "
+        "earlier run's pairs.json (runs nothing)",
+    )
     args = ap.parse_args(argv)
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    bad_alg = [a for a in algorithms if a not in PAIR_ALGORITHMS]
+    if bad_alg:
+        ap.error(f"unknown algorithm(s): {', '.join(bad_alg)}")
+    if not algorithms:
+        ap.error("--algorithms is empty")
+    args.algorithm_list = algorithms
+    if args.dd_timeout is None:
+        args.dd_timeout = args.timeout_per_case
+    if args.pairs_report is not None and not args.pairs:
+        ap.error("--pairs-report needs --pairs")
+    if args.pairs and args.record_baselines:
+        ap.error("--record-baselines does not apply to --pairs")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     bad = [t for t in tools if t not in ALL_TOOLS]
     if bad:
@@ -817,6 +1583,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.pairs:
+        return main_pairs(args)
     cases = discover_cases(args.cases)
     if not cases:
         print("no cases found", file=sys.stderr)

@@ -268,6 +268,10 @@ def main() -> None:
         from gitreduce import hooks
 
         sys.exit(hooks.main(argv[1:]))
+    if argv[:1] == ["generate"] and not Path("generate").is_file():
+        from gitreduce.generator.cli import main as generate_main
+
+        generate_main(argv[1:])  # exits itself: 0 / 1 / 2 / 130
     try:
         code = app(args=paths_last(argv), standalone_mode=False)
     except TyperException as error:  # usage errors: unknown option, bad value

@@ -14,6 +14,7 @@ deletion ever shifts, so pending work survives every accepted candidate.
 
 from __future__ import annotations
 
+import difflib
 import heapq
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -162,14 +163,20 @@ def _remove_variant(state: PairState, indices: list[int]) -> PairState:
 
 
 class _Tree:
-    """A parse of one side's current text, its leaves tied to original token indices."""
+    """A parse of one side's current text, its leaves tied to original token indices.
 
-    def __init__(self, tree: tree_sitter.Tree, originals: list[int]) -> None:
+    A leaf the state does not know (re-lexing after a deletion can split or
+    merge tokens) maps to None and is left alone.
+    """
+
+    def __init__(self, tree: tree_sitter.Tree, originals: list[int | None]) -> None:
         self.tree = tree
         self.originals = originals
         tokens = leaves(tree)
         self.starts = [leaf.start_byte for leaf in tokens]
-        self.position_of = {original: at for at, original in enumerate(originals)}
+        self.position_of = {
+            original: at for at, original in enumerate(originals) if original is not None
+        }
 
     def span(self, node: tree_sitter.Node) -> tuple[int, int]:
         """The leaf positions [first, last) that `node` covers."""
@@ -177,15 +184,28 @@ class _Tree:
 
     def indices(self, node: tree_sitter.Node) -> list[int]:
         first, last = self.span(node)
-        return self.originals[first:last]
+        return [original for original in self.originals[first:last] if original is not None]
 
 
-def _parse(syntax: Syntax, text: bytes, originals: list[int]) -> _Tree | None:
-    """The tree of `text`, or None when its leaves do not line up with the state's tokens."""
+def _parse(
+    syntax: Syntax, text: bytes, originals: list[int], texts: Callable[[], list[bytes]]
+) -> _Tree:
+    """The tree of `text`, its leaves matched to the state's tokens (`originals`, whose
+    texts `texts` gives): one to one when the counts agree, else by sequence alignment."""
     parsed = syntax.parse(text)
-    if parsed.tokens != len(originals):
-        return None
-    return _Tree(parsed.tree, originals)
+    if parsed.tokens == len(originals):
+        return _Tree(parsed.tree, list(originals))
+    leaf_texts = [text[a:b] for a, b in zip(parsed.token_starts, parsed.token_ends, strict=True)]
+    mapped: list[int | None] = [None] * len(leaf_texts)
+    matcher = difflib.SequenceMatcher(None, leaf_texts, texts(), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            mapped[block.a + offset] = originals[block.b + offset]
+    return _Tree(parsed.tree, mapped)
+
+
+def _seed_tree(syntax: Syntax, state: PairState) -> _Tree:
+    return _parse(syntax, state.seed_text(), state.seed_kept_indices(), state.seed_token_texts)
 
 
 def _maximal_subtrees(tree: _Tree, wanted: Callable[[int], bool]) -> list[list[int]]:
@@ -212,16 +232,19 @@ def min_tdiff(current: PairCurrent) -> bool:
     progress = False
     alignment = current.state.alignment
     if syntax is not None:
-        tree = _parse(syntax, current.state.seed_text(), current.state.seed_kept_indices())
-        if tree is not None:
-            units = _maximal_subtrees(tree, lambda i: alignment.seed_hunk[i] >= 0)
-            progress |= current.ddmin_deletions(units, _remove_seed)
+        tree = _seed_tree(syntax, current.state)
+        units = _maximal_subtrees(tree, lambda i: alignment.seed_hunk[i] >= 0)
+        progress |= current.ddmin_deletions(units, _remove_seed)
         order = current.state.variant_order()
         variant_originals = [index if side == VARIANT else -1 - index for side, index in order]
-        tree = _parse(syntax, current.state.variant_text(), variant_originals)
-        if tree is not None:
-            units = _maximal_subtrees(tree, lambda i: i >= 0 and alignment.variant_hunk[i] >= 0)
-            progress |= current.ddmin_deletions(units, _remove_variant)
+        tree = _parse(
+            syntax,
+            current.state.variant_text(),
+            variant_originals,
+            current.state.variant_token_texts,
+        )
+        units = _maximal_subtrees(tree, lambda i: i >= 0 and alignment.variant_hunk[i] >= 0)
+        progress |= current.ddmin_deletions(units, _remove_variant)
     # Inside the surviving subtrees, token by token (the syntax check keeps it cheap).
     seed_only = [[i] for i in current.state.seed_kept_indices() if alignment.seed_hunk[i] >= 0]
     progress |= current.ddmin_deletions(seed_only, _remove_seed, try_empty=False)
@@ -280,9 +303,7 @@ def min_commonality(current: PairCurrent) -> bool:
 
 
 def _tree_commonality(current: PairCurrent, syntax: Syntax) -> None:
-    tree = _parse(syntax, current.state.seed_text(), current.state.seed_kept_indices())
-    if tree is None:
-        return
+    tree = _seed_tree(syntax, current.state)
     heap: list[_Pending] = []
 
     def push(node: tree_sitter.Node, on: _Tree) -> None:
@@ -299,9 +320,7 @@ def _tree_commonality(current: PairCurrent, syntax: Syntax) -> None:
         entry = heapq.heappop(heap)
         if current.state is not parsed_state:
             parsed_state = current.state
-            tree = _parse(syntax, parsed_state.seed_text(), parsed_state.seed_kept_indices())
-            if tree is None:
-                return
+            tree = _seed_tree(syntax, parsed_state)
         node = _locate(tree, entry)
         if node is None:
             continue
@@ -310,9 +329,7 @@ def _tree_commonality(current: PairCurrent, syntax: Syntax) -> None:
         units = [indices for child in node.named_children if (indices := tree.indices(child))]
         if current.ddmin_deletions(units, _remove_seed):
             parsed_state = current.state
-            tree = _parse(syntax, parsed_state.seed_text(), parsed_state.seed_kept_indices())
-            if tree is None:
-                return
+            tree = _seed_tree(syntax, parsed_state)
             node = _locate(tree, entry)
             if node is None:
                 continue

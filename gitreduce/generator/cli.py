@@ -1,0 +1,238 @@
+"""`git reduce generate`: reduce a generated input by reducing the generator's execution.
+
+Exit codes as for `git reduce`: 0 done; 1 internal error; 2 bad input, an
+unusable test or a generator that fails (one-line message); 130 interrupted
+(the best result so far is still written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from typer.exceptions import TyperException
+
+from gitreduce.errors import UserError
+from gitreduce.generator.replay import Alignment
+from gitreduce.generator.session import (
+    DEFAULT_GENERATOR_TIMEOUT,
+    GenerateSettings,
+    GenerateSummary,
+    generate,
+)
+from gitreduce.store import ResultRequest
+
+EXIT_INTERRUPTED = 130
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+HELP = (
+    "Reduce the input a random generator makes at --seed by reducing the generator's "
+    "execution (GReduce): its random decisions are recorded, loops whose trip count is a "
+    "decision lose iterations and branches guarded by a decision are turned off, and the "
+    "generator is re-run with the decisions that are left, so every candidate is an input the "
+    "generator itself could make.\n\n"
+    "GEN is a Python file (FILE.py, FILE.py:FUNCTION) or MODULE:FUNCTION. The entry function "
+    "(default: generate, main or gen) returns the input as str or bytes or prints it, and draws "
+    "from the `random` module or from the random.Random it is given as first parameter; a "
+    "parameter named `seed` receives the seed.\n\n"
+    "The test is as for `git reduce FILE`: exit 0 = good, 125 = cannot be tested, 1-127 = bad "
+    "(with --interesting, exit 0 = still shows the bug); the candidate is `{}` and "
+    "$GITREDUCE_FILE, named NAME (--name, default: the --output file's name)."
+)
+
+
+@app.command(help=HELP)
+def generate_command(
+    gen: Annotated[
+        str, typer.Argument(metavar="GEN", help="FILE.py[:FUNCTION] or MODULE:FUNCTION.")
+    ],
+    seed: Annotated[int, typer.Option("--seed", help="The seed that made the failing input.")],
+    entry: Annotated[
+        str | None, typer.Option("--entry", help="Entry function (default: generate/main/gen).")
+    ] = None,
+    test: Annotated[
+        str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
+    ] = None,
+    interesting: Annotated[
+        str | None,
+        typer.Option("--interesting", help="Test command, C-Reduce convention (0 = bug)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Where to write the result (default: NAME.reduced)."),
+    ] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="File name the input is tested under (default: --output's)."),
+    ] = None,
+    strategy: Annotated[
+        str, typer.Option(help="Trace reduction: tree (HDD over the nesting) or sequence (ddmin).")
+    ] = "tree",
+    alignment: Annotated[
+        str,
+        typer.Option(help="When a reduced trace cannot be followed: halt, bypass or realign."),
+    ] = "realign",
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, help="Tests (and generator runs) in parallel.")
+    ] = os.cpu_count() or 1,
+    timeout: Annotated[
+        float | None,
+        typer.Option(help="Seconds per test (default: 10x the original's run, >= 1s)."),
+    ] = None,
+    generator_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds the generator may take for the original run."),
+    ] = DEFAULT_GENERATOR_TIMEOUT,
+    signature: Annotated[
+        str | None, typer.Option(help="Regex the failure's output must match (default: auto).")
+    ] = None,
+    any_failure: Annotated[
+        bool, typer.Option("--any-failure", help="Accept any bad exit, not just the same bug.")
+    ] = False,
+    branch: Annotated[
+        str | None, typer.Option(help="Result branch (default: reduce/<name>).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing result branch.")
+    ] = False,
+    patch: Annotated[
+        Path | None, typer.Option(help="Also write the result as a mail-ready patch.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+) -> None:
+    console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    errors = Console(stderr=True, soft_wrap=True)
+    try:
+        if (test is None) == (interesting is None):
+            raise UserError("give exactly one of --test CMD or --interesting CMD")
+        if signature is not None and any_failure:
+            raise UserError("--signature and --any-failure exclude each other")
+        if strategy not in ("tree", "sequence"):
+            raise UserError(f"unknown --strategy {strategy!r}; use tree or sequence")
+        try:
+            chosen = Alignment(alignment)
+        except ValueError:
+            raise UserError(
+                f"unknown --alignment {alignment!r}; use halt, bypass or realign"
+            ) from None
+        if generator_timeout <= 0:
+            raise UserError("--generator-timeout must be positive")
+        settings = GenerateSettings(
+            generator=gen,
+            seed=seed,
+            test=test if test is not None else str(interesting),
+            entry=entry,
+            polarity="bisect" if test is not None else "interesting",
+            name=name,
+            output=output,
+            strategy="tree" if strategy == "tree" else "sequence",
+            alignment=chosen,
+            jobs=jobs,
+            timeout=timeout,
+            generator_timeout=generator_timeout,
+            signature=signature,
+            any_failure=any_failure,
+        )
+        request = ResultRequest(branch=branch, force=force, patch=patch)
+        summary = generate(settings, _progress(console), request)
+    except UserError as error:
+        errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(error.exit_code) from None
+    except KeyboardInterrupt:
+        console.print("interrupted", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except typer.Exit:
+        raise
+    except Exception as error:
+        if debug:
+            raise
+        errors.print(
+            f"[red]internal error:[/] {escape(repr(error))} (rerun with --debug)", highlight=False
+        )
+        raise typer.Exit(1) from None
+    print_summary(console, summary)
+    if as_json:
+        sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
+    if summary.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _progress(console: Console) -> Callable[[Any], None]:
+    """A line per improvement, at most every few seconds when not on a terminal (CI logs)."""
+    interval = 0.0 if console.is_terminal else 2.0
+    last = [0.0]
+
+    def show(searcher: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] < interval:
+            return
+        last[0] = now
+        current, stats = searcher.current, searcher.engine.stats
+        console.print(
+            f"{len(current.output)} bytes  {len(current.decisions)} decisions  "
+            f"tests {stats.tests_run}  generator runs {searcher.runs + 1}  {stats.elapsed:.0f}s",
+            highlight=False,
+        )
+
+    return show
+
+
+def print_summary(console: Console, summary: GenerateSummary) -> None:
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    state = "interrupted; best so far" if summary.interrupted else "reduced"
+    share = 100.0 * summary.bytes_after / max(1, summary.bytes_before)
+    console.print(
+        f"{state}: {summary.bytes_before} → {summary.bytes_after} bytes ({share:.1f}%), "
+        f"{summary.tokens_before} → {summary.tokens_after} tokens; "
+        f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
+        f"{summary.generator_runs} generator runs, {summary.wall_seconds:.1f}s",
+        highlight=False,
+    )
+    failed = sum(summary.generator_failures.values())
+    console.print(
+        f"trace ({summary.strategy}, {summary.alignment}): {summary.decisions_before} → "
+        f"{summary.decisions_after} decisions, {summary.parts_before} → {summary.parts_after} "
+        f"reducible parts; {failed} re-executions yielded nothing, "
+        f"{summary.misaligned} misaligned decisions",
+        highlight=False,
+    )
+    if summary.branch is not None and summary.commits:
+        console.print(
+            f"recorded as branch {summary.branch} ({summary.commits[-1][:12]}): "
+            f"git show {summary.branch}",
+            highlight=False,
+        )
+    if summary.output is not None:
+        console.print(f"written to {summary.output}", highlight=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point for `git reduce generate ARGS`; usage errors become one `error:` line too."""
+    try:
+        code = app(
+            args=sys.argv[1:] if argv is None else argv,
+            prog_name="git reduce generate",
+            standalone_mode=False,
+        )
+    except TyperException as error:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/] {escape(error.format_message())}", highlight=False
+        )
+        code = 2
+    except typer.Abort:
+        code = EXIT_INTERRUPTED
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,341 @@
+"""`git reduce generate` end to end: generator workers, the oracle, the cache, the result.
+
+Toy generators run through the typer app in process (fast); the shipped C
+fixture runs through a subprocess `python -c '...; app()'`, with real gcc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pygit2
+import pytest
+from typer.testing import CliRunner
+
+from gitreduce.generator.cli import app
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "generator"
+GEN_C = FIXTURE / "gen_c.py"
+TEST_SH = FIXTURE / "test.sh"
+FIXTURE_SEED = 3
+
+LISTING1 = """\
+import random
+from string import ascii_lowercase
+
+
+def gen(seed):
+    random.seed(seed)
+    w = ""
+    n = random.choice(range(20))
+    for _ in range(n):
+        w += random.choice(ascii_lowercase)
+    w += "\\n"
+    return w + w
+"""
+
+BLOCKS = """\
+def generate(rng):
+    out = []
+    for _ in range(rng.randint(0, 6)):
+        items = [rng.choice("abcdefgh") for _ in range(rng.randint(0, 6))]
+        if rng.random() < 0.5:
+            items.append("!")
+        out.append("".join(items))
+    print("[" + "|".join(out) + "]")
+"""
+
+# git-bisect-run convention: exit 1 (bad) while the input has a 'c' (Listing 1's bug).
+HAS_C = 'grep -q c "$GITREDUCE_FILE" && exit 1; exit 0'
+HAS_E = 'grep -q e "$GITREDUCE_FILE" && exit 1; exit 0'
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory outside any repository, with a private verdict cache."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    return tmp_path
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def write(path: Path, source: str) -> Path:
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+# -- results ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["tree", "sequence"])
+@pytest.mark.parametrize("alignment", ["halt", "bypass", "realign"])
+def test_listing1_through_the_cli(workdir: Path, strategy: str, alignment: str) -> None:
+    write(workdir / "listing1.py", LISTING1)
+    code, stdout, stderr = invoke(
+        "listing1.py:gen",
+        "--seed",
+        "26524",
+        "--test",
+        HAS_C,
+        "--output",
+        "out.txt",
+        "--strategy",
+        strategy,
+        "--alignment",
+        alignment,
+        "--json",
+        "-j",
+        "2",
+    )
+    assert code == 0, stderr
+    assert (workdir / "out.txt").read_bytes() == b"c\nc\n"
+    summary = json.loads(stdout)
+    assert summary["bytes_before"] == 8 and summary["bytes_after"] == 4
+    assert summary["decisions_before"] == 4 and summary["decisions_after"] == 2
+    assert summary["strategy"] == strategy and summary["alignment"] == alignment
+    assert 0 < summary["tests_run"] <= 4
+    assert "reduced: 8 → 4 bytes" in stderr
+
+
+def test_printed_output_and_the_default_names(workdir: Path) -> None:
+    write(workdir / "blocks.py", BLOCKS)
+    code, _, stderr = invoke("blocks.py", "--seed", "20", "--test", HAS_E, "-q")
+    assert code == 0, stderr
+    assert (workdir / "blocks-20.reduced.txt").read_text() == "[e]\n"
+
+
+def test_a_module_and_function(workdir: Path) -> None:
+    write(workdir / "toys.py", LISTING1)
+    code, _, stderr = invoke("toys:gen", "--seed", "26524", "--test", HAS_C, "-q")
+    assert code == 0, stderr
+    assert (workdir / "toys-26524.reduced.txt").read_bytes() == b"c\nc\n"
+
+
+def test_jobs_do_not_change_the_result(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(workdir / "blocks.py", BLOCKS)
+    results = []
+    for jobs in ("1", "3"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(workdir / f"xdg{jobs}"))  # nothing recalled
+        code, stdout, stderr = invoke(
+            "blocks.py",
+            "--seed",
+            "20",
+            "--test",
+            'test "$(grep -o "!" "$GITREDUCE_FILE" | wc -l)" -ge 2 && exit 1; exit 0',
+            "--output",
+            f"out{jobs}.txt",
+            "--json",
+            "-j",
+            jobs,
+        )
+        assert code == 0, stderr
+        assert json.loads(stdout)["tests_run"] > 0
+        results.append((workdir / f"out{jobs}.txt").read_bytes())
+    assert results[0] == results[1] == b"[!|!]\n"  # speculation may run more tests, never others
+
+
+def test_a_rerun_recalls_every_verdict(workdir: Path) -> None:
+    write(workdir / "listing1.py", LISTING1)
+    args = ["listing1.py:gen", "--seed", "26524", "--test", HAS_C, "-o", "out.txt", "--json"]
+    first = invoke(*args)
+    second = invoke(*args)
+    assert first[0] == second[0] == 0
+    assert json.loads(first[1])["tests_run"] > 0
+    assert json.loads(second[1])["tests_run"] == 0  # originals and candidates: all cached
+
+
+def test_inside_a_repository_the_result_is_a_branch(workdir: Path) -> None:
+    repo = pygit2.init_repository(str(workdir), initial_head="main")
+    write(workdir / "listing1.py", LISTING1)
+    code, _, stderr = invoke(
+        "listing1.py:gen", "--seed", "26524", "--test", HAS_C, "--name", "word.txt", "-q"
+    )
+    assert code == 0, stderr
+    assert not (workdir / "word.reduced.txt").exists()  # the work tree stays untouched
+    commit = repo.revparse_single("reduce/word")
+    assert commit.tree["word.txt"].data == b"c\nc\n"
+    assert "Generator: listing1.py:gen (seed 26524)" in commit.message
+
+
+def test_a_reexecution_that_hangs_is_only_a_failed_candidate(workdir: Path) -> None:
+    write(
+        workdir / "gen.py",
+        """\
+        def generate(rng):
+            out = [rng.choice("abc") for _ in range(rng.randint(0, 6))]
+            while not out:  # reduced to nothing, this generator never finishes
+                pass
+            return "".join(out)
+        """,
+    )
+    seed = 11
+    code, stdout, stderr = invoke(
+        "gen.py", "--seed", str(seed), "--test", HAS_C, "-o", "out.txt", "--json", "-j", "2"
+    )
+    assert code == 0, stderr
+    assert (workdir / "out.txt").read_bytes() == b"c"
+    assert json.loads(stdout)["generator_failures"]["timed out"] >= 1
+
+
+# -- a generator that fails --------------------------------------------------------------
+
+FAILURES = {
+    "raises": (
+        "def generate(rng):\n    rng.random()\n    return str(1 // 0)\n",
+        [],
+        "the generator raised ZeroDivisionError: integer division or modulo by zero "
+        "(gen.py:3 in generate) (seed 1)",
+    ),
+    "loops forever": (
+        "def generate(rng):\n    rng.random()\n    while True:\n        pass\n",
+        ["--generator-timeout", "1"],
+        "the generator did not finish within 1 s at seed 1 (an endless loop?)",
+    ),
+    "writes nothing": (
+        "def generate(rng):\n    rng.random()\n    return ''\n",
+        [],
+        "the generator wrote nothing at seed 1",
+    ),
+    "prints nothing": (
+        "def generate(rng):\n    rng.random()\n",
+        [],
+        "the generator wrote nothing at seed 1",
+    ),
+    "exits": (
+        "import sys\ndef generate(rng):\n    sys.exit(3)\n",
+        [],
+        "the generator exited with status 3",
+    ),
+    "makes no decision": (
+        "def generate(rng):\n    return 'x'\n",
+        [],
+        "the generator made no random decision",
+    ),
+    "returns a list": (
+        "def generate(rng):\n    return [rng.random()]\n",
+        [],
+        "the entry function returned a list",
+    ),
+    "has no entry": (
+        "def make(rng):\n    return 'x'\n",
+        [],
+        "gen.py has none of the functions generate, main, gen; name the entry function",
+    ),
+    "has not that entry": (
+        "def make(rng):\n    return 'x'\n",
+        ["--entry", "build"],
+        "gen.py has no function 'build' (functions: make)",
+    ),
+    "does not parse": ("def generate(:\n", [], "gen.py:1: syntax error"),
+    "fails on import": ("import no_such_module_here\n", [], "raised ModuleNotFoundError"),
+    "raises with brackets": (
+        "def generate(rng):\n    raise ValueError(f'[red]{[rng.random() > 2]}')\n",
+        [],
+        "the generator raised ValueError: [red][False] (gen.py:2 in generate)",
+    ),
+    "is not bad": (
+        "def generate(rng):\n    return str(rng.random())\n",
+        [],
+        "generated at seed 1: the original input is not bad under the test (exit 0)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FAILURES))
+def test_generator_failures_are_one_line_errors(workdir: Path, case: str) -> None:
+    source, extra, message = FAILURES[case]
+    (workdir / "gen.py").write_text(source)
+    test = "exit 0" if case == "is not bad" else "exit 1"
+    code, _, stderr = invoke("gen.py", "--seed", "1", "--test", test, *extra)
+    assert code == 2, stderr
+    assert "Traceback" not in stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
+    assert message in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.py", "--seed", "1", "--test", "exit 1"], "missing.py: no such file"),
+        (["gen.py:1x", "--seed", "1", "--test", "exit 1"], "give the generator as FILE.py"),
+        (["gen.py:a", "--entry", "b", "--seed", "1", "--test", "exit 1"], "--entry says 'b'"),
+        (["gen.py", "--seed", "1"], "give exactly one of --test CMD or --interesting CMD"),
+        (["gen.py", "--seed", "1", "--test", "x", "--strategy", "bfs"], "unknown --strategy"),
+        (["gen.py", "--seed", "1", "--test", "x", "--alignment", "skip"], "unknown --alignment"),
+    ],
+)
+def test_usage_errors(workdir: Path, args: list[str], message: str) -> None:
+    (workdir / "gen.py").write_text("def generate(rng):\n    return str(rng.random())\n")
+    code, _, stderr = invoke(*args)
+    assert code == 2
+    assert message in stderr
+    assert "Traceback" not in stderr
+
+
+# -- the shipped fixture, through a subprocess --------------------------------------------
+
+
+def run_app(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    environment = dict(os.environ, XDG_CACHE_HOME=str(cwd / "xdg"), TMPDIR=str(cwd))
+    return subprocess.run(
+        [sys.executable, "-c", "from gitreduce.generator.cli import app; app()", *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def reproduces(path: Path) -> bool:
+    return subprocess.run([str(TEST_SH), str(path)], capture_output=True).returncode == 1
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_the_fixture_seed_triggers_the_warning(tmp_path: Path) -> None:
+    generated = subprocess.run(
+        [sys.executable, str(GEN_C), str(FIXTURE_SEED)], capture_output=True, check=True
+    ).stdout
+    (tmp_path / "generated.c").write_bytes(generated)
+    assert reproduces(tmp_path / "generated.c")
+    assert len(generated) > 2000
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@pytest.mark.parametrize("strategy", ["tree", "sequence"])
+def test_the_fixture_end_to_end(tmp_path: Path, strategy: str) -> None:
+    process = run_app(
+        GEN_C,
+        "--seed",
+        FIXTURE_SEED,
+        "--test",
+        TEST_SH,
+        "--output",
+        "reduced.c",
+        "--strategy",
+        strategy,
+        "--json",
+        "-j",
+        "2",
+        cwd=tmp_path,
+    )
+    assert process.returncode == 0, process.stderr
+    summary = json.loads(process.stdout)
+    reduced = tmp_path / "reduced.c"
+    assert reproduces(reduced)
+    assert summary["bytes_after"] == len(reduced.read_bytes())
+    assert summary["bytes_after"] * 5 < summary["bytes_before"]
+    assert summary["tests_run"] < 100
+    assert "int main(void)" in reduced.read_text()  # still a program the generator could write
