@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, Protocol
 
 import pygit2
 
@@ -62,6 +62,32 @@ class SingleSettings:
     output: Path | None = None
 
 
+class _Run(Protocol):
+    stats: Stats
+    wall_seconds: float
+    interrupted: bool
+    warnings: list[str]
+    branch: str | None
+    commits: list[str]
+
+
+def run_figures(run: _Run) -> dict[str, object]:
+    """The timing and result part every mode's `--json` summary shares.
+
+    Overhead is wall time during which no test was running: what the tool itself cost.
+    """
+    overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
+    return {
+        "wall_seconds": round(run.wall_seconds, 3),
+        "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
+        "overhead_seconds": round(overhead, 3),
+        "interrupted": run.interrupted,
+        "warnings": run.warnings,
+        "branch": run.branch,
+        "commits": run.commits,
+    }
+
+
 @dataclass
 class Summary:
     """The figures a reporter prints and `--json` emits."""
@@ -81,11 +107,6 @@ class Summary:
     commits: list[str] = field(default_factory=list)
     result: bytes = b""  # the reduced text, for reports
 
-    @property
-    def overhead_seconds(self) -> float:
-        """Wall time during which no test was running: what the tool itself cost."""
-        return max(0.0, self.wall_seconds - self.stats.oracle_busy_seconds)
-
     def as_dict(self) -> dict[str, object]:
         return {
             "input": self.input,
@@ -99,13 +120,7 @@ class Summary:
             "cache_hits": self.stats.cache_hits,
             "syntax_rejected": self.stats.syntax_rejected,
             "tests_by_pass": dict(self.stats.by_pass),
-            "wall_seconds": round(self.wall_seconds, 3),
-            "oracle_seconds": round(self.stats.oracle_busy_seconds, 3),
-            "overhead_seconds": round(self.overhead_seconds, 3),
-            "interrupted": self.interrupted,
-            "warnings": self.warnings,
-            "branch": self.branch,
-            "commits": self.commits,
+            **run_figures(self),
         }
 
 
@@ -297,10 +312,6 @@ class PairSummary:
     commits: list[str] = field(default_factory=list)
     first_bad_commit: str | None = None
 
-    @property
-    def overhead_seconds(self) -> float:
-        return max(0.0, self.wall_seconds - self.stats.oracle_busy_seconds)
-
     def as_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
@@ -313,13 +324,7 @@ class PairSummary:
             "cache_hits": self.stats.cache_hits,
             "syntax_rejected": self.stats.syntax_rejected,
             "tests_by_pass": dict(self.stats.by_pass),
-            "wall_seconds": round(self.wall_seconds, 3),
-            "oracle_seconds": round(self.stats.oracle_busy_seconds, 3),
-            "overhead_seconds": round(self.overhead_seconds, 3),
-            "interrupted": self.interrupted,
-            "warnings": self.warnings,
-            "branch": self.branch,
-            "commits": self.commits,
+            **run_figures(self),
             "first_bad_commit": self.first_bad_commit,
         }
 

@@ -44,7 +44,7 @@ from gitreduce.generator.trace import Trace
 from gitreduce.gitstore import result_message
 from gitreduce.oracle import Oracle, OracleClosed, TestSpec
 from gitreduce.outcome import Outcome, Verdict
-from gitreduce.session import default_output, sigterm_as_interrupt
+from gitreduce.session import default_output, run_figures, sigterm_as_interrupt
 from gitreduce.store import ResultRequest, Store, calibrate_cached, record, verdict_cache
 from gitreduce.syntax import Syntax, plain_tokens
 
@@ -100,10 +100,6 @@ class GenerateSummary:
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
 
-    @property
-    def overhead_seconds(self) -> float:
-        return max(0.0, self.wall_seconds - self.stats.oracle_busy_seconds)
-
     def as_dict(self) -> dict[str, object]:
         return {
             "generator": self.generator,
@@ -126,13 +122,7 @@ class GenerateSummary:
             "generator_runs": self.generator_runs,
             "generator_failures": dict(self.generator_failures),
             "misaligned": self.misaligned,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "oracle_seconds": round(self.stats.oracle_busy_seconds, 3),
-            "overhead_seconds": round(self.overhead_seconds, 3),
-            "interrupted": self.interrupted,
-            "warnings": self.warnings,
-            "branch": self.branch,
-            "commits": self.commits,
+            **run_figures(self),
         }
 
 
