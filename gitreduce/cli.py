@@ -174,7 +174,7 @@ def reduce(
             if output is None and revisions is None and variant is not None:
                 output = None if Store.near(variant).users else variant.resolve().parent
             written = write_pair(pair_summary, output) if output is not None else None
-            print_pair_summary(console, pair_summary, written)
+            print_pair_summary(console, pair_summary, written, patch)
             record = pair_summary.as_dict() | {
                 "seed_output": str(written[0]) if written else None,
                 "variant_output": str(written[1]) if written else None,
@@ -210,7 +210,7 @@ def reduce(
             summary = reduce_file(settings, chain(progress, history), request)
         finally:
             progress.stop()
-        print_summary(console, summary)
+        print_summary(console, summary, patch)
         record = summary.as_dict() | {
             "test": settings.test,
             "patch": str(patch) if patch is not None else None,

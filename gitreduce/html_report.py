@@ -15,6 +15,7 @@ import html
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,33 +92,109 @@ def _merge(text: str, spans: Sequence[Span]) -> list[Span]:
     return [(start, end) for start, end in merged]
 
 
-# -- side by side ---------------------------------------------------------------------------
+# -- aligned lines (shared with the terminal view in report.py) -----------------------------
 
 
-def _lines(text: str) -> list[tuple[int, str]]:
-    """(offset, line without its newline) for each line of `text`."""
-    lines, offset = [], 0
-    for line in text.splitlines(keepends=True):
-        lines.append((offset, line.rstrip("\r\n")))
-        offset += len(line)
+@dataclass(frozen=True)
+class Line:
+    """One line of a program: its 1-based number, text, and marked spans within it."""
+
+    number: int
+    text: str
+    marks: tuple[Span, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the side-by-side view: a seed line, a variant line, or both.
+
+    `replaced` when the line diff calls the row a change; the token diff may
+    still mark tokens in a row it calls equal (tokens move across lines), so
+    `changed` looks at both.
+    """
+
+    seed: Line | None
+    variant: Line | None
+    replaced: bool
+
+    @property
+    def changed(self) -> bool:
+        return self.replaced or any(
+            line is not None and line.marks for line in (self.seed, self.variant)
+        )
+
+    def side_changed(self, line: Line | None) -> bool:
+        """Whether one side's line is itself part of the change (for its own tint)."""
+        return line is not None and (self.replaced or bool(line.marks))
+
+
+def marked_lines(text: str, marks: Sequence[Span]) -> list[Line]:
+    """The lines of `text` (as `str.splitlines` cuts them) with `marks` made line-relative.
+
+    Marks never cross a line: tokens hold no white space and `_merge` joins spans
+    only across blanks within a line.
+    """
+    lines: list[Line] = []
+    offset, at = 0, 0
+    for number, (whole, line) in enumerate(
+        zip(text.splitlines(keepends=True), text.splitlines(), strict=True), start=1
+    ):
+        end_of_line = offset + len(line)
+        while at < len(marks) and marks[at][1] <= offset:
+            at += 1
+        inside: list[Span] = []
+        for start, end in marks[at:]:
+            if start >= end_of_line:
+                break
+            start, end = max(start, offset) - offset, min(end, end_of_line) - offset
+            if start < end:
+                inside.append((start, end))
+        lines.append(Line(number, line, tuple(inside)))
+        offset += len(whole)
     return lines
 
 
-def _render_line(line: str, offset: int, marks: Sequence[Span], kind: str) -> tuple[str, bool]:
-    """The line as HTML with the marked parts in highlight spans; whether any part was."""
-    pieces, at, marked = [], 0, False
-    end_of_line = offset + len(line)
-    for start, end in marks:
-        if end <= offset or start >= end_of_line:
-            continue
-        start, end = max(start, offset) - offset, min(end, end_of_line) - offset
-        if start >= end:
-            continue
-        pieces.append(html.escape(line[at:start]))
-        pieces.append(f'<span class="hl {kind}">{html.escape(line[start:end])}</span>')
-        at, marked = end, True
-    pieces.append(html.escape(line[at:]))
-    return "".join(pieces), marked
+def marked_pair(seed: str, variant: str) -> tuple[list[Line], list[Line]]:
+    """Seed lines with their deleted tokens marked, variant lines with their inserted ones."""
+    deleted, inserted = token_diff(seed, variant)
+    return marked_lines(seed, deleted), marked_lines(variant, inserted)
+
+
+def aligned_rows(seed: str, variant: str) -> list[Row]:
+    """Every line of both programs, paired where the line diff matches them."""
+    return align(*marked_pair(seed, variant))
+
+
+def align(seed_lines: Sequence[Line], variant_lines: Sequence[Line]) -> list[Row]:
+    """`aligned_rows` on lines already marked (the terminal marks once for either view).
+
+    The one alignment both the HTML table and the terminal's side-by-side view
+    draw, so the two always agree on what changed.
+    """
+    matcher = difflib.SequenceMatcher(
+        None, [line.text for line in seed_lines], [line.text for line in variant_lines], False
+    )
+    rows: list[Row] = []
+    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
+        for k in range(max(a1 - a0, b1 - b0)):
+            left = seed_lines[a0 + k] if a0 + k < a1 else None
+            right = variant_lines[b0 + k] if b0 + k < b1 else None
+            rows.append(Row(left, right, tag != "equal"))
+    return rows
+
+
+# -- side by side ---------------------------------------------------------------------------
+
+
+def _render_line(line: Line, kind: str) -> str:
+    """The line as HTML with its marked parts in highlight spans."""
+    pieces, at = [], 0
+    for start, end in line.marks:
+        pieces.append(html.escape(line.text[at:start]))
+        pieces.append(f'<span class="hl {kind}">{html.escape(line.text[start:end])}</span>')
+        at = end
+    pieces.append(html.escape(line.text[at:]))
+    return "".join(pieces)
 
 
 def _cell(number: int | None, content: str, classes: str) -> str:
@@ -126,29 +203,19 @@ def _cell(number: int | None, content: str, classes: str) -> str:
     return f'<td class="ln">{number}</td><td class="code {classes}">{content or " "}</td>'
 
 
+def _side_cell(row: Row, line: Line | None, kind: str) -> str:
+    if line is None:
+        return _cell(None, "", "")
+    return _cell(line.number, _render_line(line, kind), "changed" if row.side_changed(line) else "")
+
+
 def side_by_side(seed: str, variant: str) -> str:
     """A table: seed lines left, variant lines right, aligned, differing tokens highlighted."""
-    deleted, inserted = token_diff(seed, variant)
-    seed_lines, variant_lines = _lines(seed), _lines(variant)
-    matcher = difflib.SequenceMatcher(
-        None, [line for _, line in seed_lines], [line for _, line in variant_lines], False
-    )
-    rows = []
-    for tag, a0, a1, b0, b1 in matcher.get_opcodes():
-        for k in range(max(a1 - a0, b1 - b0)):
-            left = right = '<td class="ln"></td><td class="code empty"></td>'
-            changed = tag != "equal"
-            if a0 + k < a1:
-                offset, line = seed_lines[a0 + k]
-                content, marked = _render_line(line, offset, deleted, "del")
-                changed = changed or marked
-                left = _cell(a0 + k + 1, content, "changed" if tag != "equal" or marked else "")
-            if b0 + k < b1:
-                offset, line = variant_lines[b0 + k]
-                content, marked = _render_line(line, offset, inserted, "ins")
-                changed = changed or marked
-                right = _cell(b0 + k + 1, content, "changed" if tag != "equal" or marked else "")
-            rows.append(f'<tr class="{"chg" if changed else "same"}">{left}{right}</tr>')
+    rows = [
+        f'<tr class="{"chg" if row.changed else "same"}">'
+        f"{_side_cell(row, row.seed, 'del')}{_side_cell(row, row.variant, 'ins')}</tr>"
+        for row in aligned_rows(seed, variant)
+    ]
     return (
         '<table class="diff side-by-side">'
         '<colgroup><col class="ln"><col class="code"><col class="ln"><col class="code"></colgroup>'
@@ -160,8 +227,8 @@ def side_by_side(seed: str, variant: str) -> str:
 def single_listing(text: str) -> str:
     """The one reduced program with line numbers."""
     rows = [
-        f'<tr class="same">{_cell(number, html.escape(line), "")}</tr>'
-        for number, (_, line) in enumerate(_lines(text), start=1)
+        f'<tr class="same">{_cell(line.number, html.escape(line.text), "")}</tr>'
+        for line in marked_lines(text, [])
     ]
     return (
         '<table class="diff single"><colgroup><col class="ln"><col class="code"></colgroup>'

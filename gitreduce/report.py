@@ -3,20 +3,32 @@
 Progress redraws at most ten times a second on a terminal and prints a plain
 line every few seconds otherwise (CI logs), so reporting never costs the hot
 loop more than a clock read.
+
+A pair's result is its change. On a terminal wide enough for both programs
+(see `side_by_side_width`) it is drawn side by side, seed left and variant
+right, with the differing tokens marked inside their lines, as in the PPR
+paper's Figure 1; otherwise, and always when stderr is not a terminal, as a
+unified diff (`diff -u` text, byte for byte, so logs and pipes stay plain and
+stable), its differing tokens marked too when colour is on.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.status import Status
+from rich.table import Table
+from rich.text import Text
 
 from gitreduce.current import Current
-from gitreduce.ppr import PairCurrent
+from gitreduce.html_report import Line, Row, align, marked_lines, marked_pair
+from gitreduce.pair_current import PairCurrent
 from gitreduce.session import PairSummary, Summary
 
 
@@ -62,7 +74,7 @@ class ProgressPrinter:
             self._status = None
 
 
-def print_summary(console: Console, summary: Summary) -> None:
+def print_summary(console: Console, summary: Summary, patch: Path | None = None) -> None:
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     state = "interrupted; best so far" if summary.interrupted else "reduced"
@@ -75,7 +87,11 @@ def print_summary(console: Console, summary: Summary) -> None:
         highlight=False,
     )
     _print_destinations(
-        console, summary.branch, summary.commits, [Path(summary.output)] if summary.output else None
+        console,
+        summary.branch,
+        summary.commits,
+        [Path(summary.output)] if summary.output else None,
+        patch,
     )
 
 
@@ -126,20 +142,20 @@ def write_pair(summary: PairSummary, directory: Path) -> tuple[Path, Path]:
 
 
 def print_pair_summary(
-    console: Console, summary: PairSummary, written: tuple[Path, Path] | None
+    console: Console,
+    summary: PairSummary,
+    written: tuple[Path, Path] | None,
+    patch: Path | None = None,
 ) -> None:
+    """The change (see `print_change`), then one screen of sizes, figures and destinations."""
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    diff = difflib.unified_diff(
-        summary.seed.decode(errors="replace").splitlines(),
-        summary.variant.decode(errors="replace").splitlines(),
-        f"seed/{summary.name}",
-        f"variant/{summary.name}",
-        lineterm="",
+    print_change(
+        console,
+        summary.seed.decode(errors="replace"),
+        summary.variant.decode(errors="replace"),
+        summary.name,
     )
-    for line in diff:
-        style = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-        console.print(line, style=style, highlight=False, markup=False)
     state = "interrupted; best so far" if summary.interrupted else "reduced"
     console.print(
         f"{state} ({summary.algorithm}): seed {summary.seed_before} → {summary.seed_after}, "
@@ -149,11 +165,177 @@ def print_pair_summary(
         f"{summary.wall_seconds:.1f}s",
         highlight=False,
     )
-    _print_destinations(console, summary.branch, summary.commits, written)
+    if summary.first_bad_commit is not None:
+        console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
+    _print_destinations(console, summary.branch, summary.commits, written, patch)
+
+
+# -- the change: side by side or unified ------------------------------------------------------
+
+# Seed lines are what the variant lost (red), variant lines what it gained
+# (green); the differing tokens themselves are inverted so they stand out
+# inside a changed line, and survive a terminal without colour as bold.
+SEED_LINE, VARIANT_LINE = "red", "green"
+SEED_MARK, VARIANT_MARK = "bold reverse red", "bold reverse green"
+# Beyond this many aligned rows the whole pair no longer reads at a glance and
+# the unified diff's three lines of context around each change serve better
+# (a --algorithm dd result keeps most of both programs).
+SIDE_BY_SIDE_MAX_ROWS = 200
+_TAB_SIZE = 4
+_HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def print_change(console: Console, seed: str, variant: str, name: str) -> None:
+    """The reduced pair's difference: side by side when the terminal fits it, else unified.
+
+    Side by side needs a terminal (pipes and logs always get the unified diff),
+    at most `SIDE_BY_SIDE_MAX_ROWS` aligned rows, and `console.width` of at
+    least `side_by_side_width`: every line of both programs whole, next to each
+    other, so nothing is wrapped or cut. Off a terminal no style is drawn, so
+    the token diff (up to seconds on a large pair) is skipped there.
+    """
+    if console.is_terminal:
+        seed_lines, variant_lines = marked_pair(seed, variant)
+    else:
+        seed_lines, variant_lines = marked_lines(seed, []), marked_lines(variant, [])
+    rows = align(seed_lines, variant_lines)
+    if (
+        console.is_terminal
+        and len(rows) <= SIDE_BY_SIDE_MAX_ROWS
+        and side_by_side_width(rows, name) <= console.width
+    ):
+        console.print(side_by_side_table(rows, name), soft_wrap=False)
+        return
+    for line in unified_lines(seed, variant, name, seed_lines, variant_lines):
+        console.print(line, highlight=False, soft_wrap=True)
+
+
+def _headers(name: str) -> tuple[str, str]:
+    return f"seed/{name} (passes)", f"variant/{name} (fails)"
+
+
+def _number_width(rows: Sequence[Row]) -> int:
+    last = max(
+        (line.number for row in rows for line in (row.seed, row.variant) if line is not None),
+        default=1,
+    )
+    return len(str(last))
+
+
+def _code(line: Line | None, line_style: str | None, mark_style: str) -> Text:
+    """A line as rich Text, its marked tokens in `mark_style`, tabs expanded."""
+    if line is None:
+        return Text()
+    text = Text(line.text, style=line_style or "", no_wrap=True, end="")
+    for start, end in line.marks:
+        text.stylize(mark_style, start, end)
+    text.expand_tabs(_TAB_SIZE)
+    return text
+
+
+def side_by_side_width(rows: Sequence[Row], name: str) -> int:
+    """Columns the side-by-side table takes: two halves of `number code`, and a gutter.
+
+    Each half is as wide as its longest line (tabs at 4) or its header, after
+    the line numbers and a space; ` │ ` separates the halves.
+    """
+    numbers = _number_width(rows)
+    seed_header, variant_header = _headers(name)
+
+    def half(lines: Iterator[Line | None], header: str) -> int:
+        code = max((_code(line, None, "").cell_len for line in lines), default=0)
+        return max(numbers + 1 + code, len(header))
+
+    return (
+        half((row.seed for row in rows), seed_header)
+        + 3
+        + half((row.variant for row in rows), variant_header)
+    )
+
+
+def side_by_side_table(rows: Sequence[Row], name: str) -> Table:
+    """Seed left, variant right, aligned by the line diff; changed rows coloured, tokens marked."""
+    seed_header, variant_header = _headers(name)
+    numbers = _number_width(rows)
+    table = Table(
+        box=box.MINIMAL,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        header_style="bold",
+    )
+    table.add_column(seed_header, no_wrap=True)
+    table.add_column(variant_header, no_wrap=True)
+    for row in rows:
+        cells: list[Text] = []
+        for line, line_style, mark_style in (
+            (row.seed, SEED_LINE, SEED_MARK),
+            (row.variant, VARIANT_LINE, VARIANT_MARK),
+        ):
+            tint = line_style if row.side_changed(line) else None
+            number = str(line.number) if line is not None else ""
+            cell = Text(end="")
+            cell.append(number.rjust(numbers), style="dim")
+            cell.append(" ")
+            cell.append_text(_code(line, tint, mark_style))
+            cells.append(cell)
+        table.add_row(*cells)
+    return table
+
+
+def unified_lines(
+    seed: str,
+    variant: str,
+    name: str,
+    seed_lines: Sequence[Line],
+    variant_lines: Sequence[Line],
+) -> Iterator[Text]:
+    """`difflib.unified_diff` of the pair, line by line, its differing tokens marked.
+
+    The text is difflib's exactly; the marks come from the token diff of the
+    whole pair (`seed_lines`, `variant_lines`), located by following the hunk
+    headers, so a token changed inside an otherwise shared line is marked too.
+    """
+    at_seed = at_variant = 0
+    diff = difflib.unified_diff(
+        seed.splitlines(), variant.splitlines(), f"seed/{name}", f"variant/{name}", lineterm=""
+    )
+    for index, raw in enumerate(diff):
+        if index < 2:  # the ---/+++ file names
+            yield Text(raw, style="bold", end="")
+            continue
+        hunk = _HUNK.match(raw)
+        if hunk is not None:
+            at_seed, at_variant = int(hunk[1]) - 1, int(hunk[2]) - 1
+            yield Text(raw, style="cyan", end="")
+            continue
+        marked: list[tuple[Line, str]] = []
+        style = ""
+        if raw.startswith("-"):
+            marked.append((seed_lines[at_seed], SEED_MARK))
+            style = SEED_LINE
+            at_seed += 1
+        elif raw.startswith("+"):
+            marked.append((variant_lines[at_variant], VARIANT_MARK))
+            style = VARIANT_LINE
+            at_variant += 1
+        else:  # context: the same text on both sides, tokens may still have moved
+            marked += [(seed_lines[at_seed], SEED_MARK), (variant_lines[at_variant], VARIANT_MARK)]
+            at_seed += 1
+            at_variant += 1
+        text = Text(raw, style=style, end="")
+        for line, mark in marked:
+            for start, end in line.marks:
+                text.stylize(mark, start + 1, end + 1)
+        yield text
 
 
 def _print_destinations(
-    console: Console, branch: str | None, commits: list[str], written: Sequence[Path] | None
+    console: Console,
+    branch: str | None,
+    commits: list[str],
+    written: Sequence[Path] | None,
+    patch: Path | None = None,
 ) -> None:
     if branch is not None:
         console.print(
@@ -162,3 +344,5 @@ def _print_destinations(
         )
     if written:
         console.print("written to " + " and ".join(str(path) for path in written), highlight=False)
+    if patch is not None and commits:
+        console.print(f"patch written to {patch}", highlight=False)

@@ -4,10 +4,12 @@ rendering in a real browser (headless Chromium) after a real reduction with gcc.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 import zlib
 from html.parser import HTMLParser
@@ -26,6 +28,7 @@ from gitreduce.html_report import (
 )
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "sequence-point"
+GIT_REDUCE = Path(sys.executable).parent / "git-reduce"
 
 
 class Elements(HTMLParser):
@@ -337,31 +340,40 @@ def chromium(*args: str, home: Path) -> subprocess.CompletedProcess[bytes]:
 
 @pytest.fixture(scope="module")
 def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The report of a real pairwise reduction: gcc as the test, History as progress."""
+    """`git-reduce --seed --variant --html` run for real: gcc as the test, the CLI's History."""
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
-    from gitreduce.session import PairSettings, reduce_pair_texts
-    from gitreduce.store import Store
-
     work = tmp_path_factory.mktemp("report")
     shutil.copy(FIXTURE / "test.sh", work / "test.sh")
     variant = (FIXTURE / "variant.c").read_bytes()
     seed = variant.replace(b"count = count++ + step;", b"count = count + step;")
+    (work / "seed.c").write_bytes(seed)
     (work / "variant.c").write_bytes(variant)
-    monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(work / "cache"))
-    monkeypatch.chdir(work)
-    try:
-        history = History()
-        settings = PairSettings(
-            seed=seed, variant=variant, name="variant.c", test="./test.sh {}", jobs=2
-        )
-        summary = reduce_pair_texts(settings, Store.near(work / "variant.c"), history)
-    finally:
-        monkeypatch.undo()
-    assert summary.diff_after == 1 and summary.variant_after < 30
-    record = summary.as_dict() | {"seed_output": None, "variant_output": None}
-    return write_html(work / "report.html", record, summary.seed, summary.variant, history)
+    for name in ("cache", "tmp"):
+        (work / name).mkdir()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env |= {
+        "XDG_CACHE_HOME": str(work / "cache"),
+        "TMPDIR": str(work / "tmp"),
+        "GIT_CEILING_DIRECTORIES": str(work.parent),
+    }
+    done = subprocess.run(
+        [
+            str(GIT_REDUCE),
+            *("--seed", "seed.c", "--variant", "variant.c", "--test", "./test.sh {}"),
+            *("--jobs", "2", "--html", "report.html", "--json", "--quiet"),
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["diff_tokens"][1] == 1 and record["variant_tokens"][1] < 30
+    assert record["html"] == "report.html"
+    return work / "report.html"
 
 
 def test_report_of_a_real_run_renders_in_headless_chromium(real_report: Path) -> None:
