@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -28,8 +29,10 @@ from rich.text import Text
 
 from gitreduce.current import Current
 from gitreduce.html_report import Line, Row, align, marked_lines, marked_pair
-from gitreduce.pair_current import PairCurrent
 from gitreduce.session import PairSummary, Summary
+
+if TYPE_CHECKING:  # a type hint only: where PairCurrent lives is ppr's business
+    from gitreduce.ppr import PairCurrent
 
 
 class ProgressPrinter:
