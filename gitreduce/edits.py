@@ -24,17 +24,31 @@ def _is_word_byte(byte: int) -> bool:
     return byte == 0x5F or 0x30 <= byte <= 0x39 or 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
-def apply(text: bytes, edits: Iterable[Edit]) -> bytes:
+class Rendered(bytes):
+    """A candidate text that remembers how it was made: `edits` applied to `base`.
+
+    Pairwise reduction runs the single-program passes on the seed and must
+    carry each candidate's change over to the variant; knowing the edits makes
+    that exact and cheap, where re-diffing every candidate against its base would
+    cost a Myers run per candidate and guess where repeated text was cut.
+    """
+
+    base: bytes
+    edits: tuple[Edit, ...]
+
+
+def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
     """Render `edits` (non-overlapping; any order) onto `text`.
 
     A deletion that would glue two words together (`int x` losing nothing but
     what stood between `int` and `x` without space) leaves one space instead, so a
     deletion never silently creates a new identifier.
     """
+    ordered = sorted(edits)
     pieces: list[bytes] = []
     position = 0
     last_byte = -1
-    for edit in sorted(edits):
+    for edit in ordered:
         if edit.start == edit.end and not edit.replacement:
             continue
         if edit.start < position:
@@ -57,7 +71,10 @@ def apply(text: bytes, edits: Iterable[Edit]) -> bytes:
             last_byte = replacement[-1]
         position = edit.end
     pieces.append(text[position:])
-    return b"".join(pieces)
+    rendered = Rendered(b"".join(pieces))
+    rendered.base = text
+    rendered.edits = tuple(ordered)
+    return rendered
 
 
 def widen_to_lines(text: bytes, start: int, end: int) -> tuple[int, int]:

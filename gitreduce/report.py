@@ -31,8 +31,8 @@ from gitreduce.current import Current
 from gitreduce.html_report import Line, Row, align, marked_lines, marked_pair
 from gitreduce.session import PairSummary, Summary
 
-if TYPE_CHECKING:  # a type hint only: where PairCurrent lives is ppr's business
-    from gitreduce.ppr import PairCurrent
+if TYPE_CHECKING:  # a type hint only
+    from gitreduce.pair_current import PairCurrent
 
 
 class ProgressPrinter:

@@ -27,7 +27,8 @@ from gitreduce.gitstore import GitVerdictCache
 from gitreduce.oracle import Oracle, OracleClosed, TestSpec
 from gitreduce.outcome import Outcome, Verdict
 from gitreduce.pair import Alignment, PairState
-from gitreduce.ppr import PairCurrent, reduce_pair
+from gitreduce.pair_current import PairCurrent
+from gitreduce.ppr import reduce_pair
 from gitreduce.reducer import reduce_program
 from gitreduce.revisions import (
     find_repository,

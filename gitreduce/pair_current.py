@@ -1,0 +1,153 @@
+"""The best pair so far and how candidate pairs are judged: the pairwise `Current`.
+
+A candidate pair is kept only when it is smaller by the pair's measure (a
+smaller difference first, then smaller programs), the seed keeps its property
+(psi_s: the test says good) and the variant keeps its own (psi_v: bad, the
+original way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from gitreduce.ddmin import Subset, ddmin
+from gitreduce.engine import Engine, Precheck
+from gitreduce.outcome import Outcome
+from gitreduce.pair import PairState
+from gitreduce.syntax import Syntax
+
+# (difference tokens, then the programs' size), compared lexicographically; what
+# "the programs' size" counts is up to the reducer, so long as one run compares
+# like with like
+Measure = tuple[int, int]
+
+
+def measure(state: PairState) -> Measure:
+    """Progress order of token-state reducers: a smaller difference, then fewer tokens."""
+    return state.diff_tokens(), state.seed_tokens() + state.variant_tokens()
+
+
+@dataclass(frozen=True)
+class PairCandidate:
+    """Two texts to judge together; `measure` None marks a candidate that cannot be built."""
+
+    seed: bytes
+    variant: bytes
+    measure: Measure | None
+    state: PairState | None = None
+
+
+def render(state: PairState) -> PairCandidate:
+    return PairCandidate(state.seed_text(), state.variant_text(), measure(state), state)
+
+
+class PairJudge:
+    """Both programs keep their property; the variant (the rarer one) is tested first."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        seed_ok: Callable[[Outcome], bool],
+        variant_ok: Callable[[Outcome], bool],
+        precheck: Precheck | None,
+        limit: Measure,
+    ) -> None:
+        self._engine = engine
+        self._seed_ok = seed_ok
+        self._variant_ok = variant_ok
+        self._precheck = precheck
+        self._limit = limit
+
+    def quick(self, candidate: PairCandidate) -> bool | None:
+        engine = self._engine
+        if candidate.measure is None:
+            return False
+        if candidate.measure >= self._limit:
+            engine.stats.not_smaller += 1
+            return False
+        variant = engine.recall(candidate.variant)
+        if variant is not None and not self._variant_ok(variant):
+            return False
+        seed = engine.recall(candidate.seed)
+        if seed is not None and not self._seed_ok(seed):
+            return False
+        if variant is not None and seed is not None:
+            return True
+        if not engine.parses(candidate.variant, self._precheck):
+            return False
+        if not engine.parses(candidate.seed, self._precheck):
+            return False
+        return None
+
+    def full(self, candidate: PairCandidate) -> bool:
+        engine = self._engine
+        return self._variant_ok(engine.outcome(candidate.variant)) and self._seed_ok(
+            engine.outcome(candidate.seed)
+        )
+
+
+class PairCurrent:
+    """The best pair so far; only the engine's answers change it."""
+
+    def __init__(
+        self,
+        state: PairState,
+        engine: Engine,
+        syntax: Syntax | None,
+        seed_ok: Callable[[Outcome], bool],
+        variant_ok: Callable[[Outcome], bool],
+        on_change: Callable[[PairCurrent], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.engine = engine
+        self.syntax = syntax
+        self.seed_ok = seed_ok
+        self.variant_ok = variant_ok
+        self._on_change = on_change
+
+    def judge(self, limit: Measure) -> PairJudge:
+        precheck = self.syntax.acceptable if self.syntax else None
+        return PairJudge(self.engine, self.seed_ok, self.variant_ok, precheck, limit)
+
+    def adopt(self, state: PairState) -> None:
+        """`state` is the new best pair (its programs already judged)."""
+        self.state = state
+        if self._on_change is not None:
+            self._on_change(self)
+
+    def try_states(self, states: Iterable[PairState]) -> int | None:
+        """Index of the first state whose pair keeps both properties; it becomes current."""
+        found = self.engine.first_judged(
+            (render(state) for state in states), self.judge(measure(self.state))
+        )
+        if found is None:
+            return None
+        assert found[1].state is not None
+        self.adopt(found[1].state)
+        return found[0]
+
+    def ddmin_deletions(
+        self,
+        units: Sequence[Sequence[int]],
+        derive: Callable[[PairState, list[int]], PairState],
+        *,
+        try_empty: bool = True,
+    ) -> bool:
+        """ddmin over units of token indices, each candidate derived from the state at start."""
+        if not units:
+            return False
+        base = self.state
+
+        def first_success(subsets: Sequence[Subset]) -> int | None:
+            def states() -> Iterator[PairState]:
+                for subset in subsets:
+                    keep = set(subset)
+                    removed = [i for u, unit in enumerate(units) if u not in keep for i in unit]
+                    yield derive(base, removed)
+
+            return self.try_states(states())
+
+        before = measure(base)
+        ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
+        return measure(self.state) < before

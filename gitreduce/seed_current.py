@@ -1,0 +1,183 @@
+"""The seed as a single program for every single-program pass, its variant patched along.
+
+MinCommonality (PPR, Algorithm 4) is syntax-guided reduction of the seed in
+which each candidate's variant is the original variant patched the same way.
+Running the whole single-program schedule here, rather than a second,
+deletion-only Perses, gives pairs everything single programs get: stock
+phrases, `{...}` to `;`, names with all their uses, parameters with their
+arguments, bracket pairs, token windows.
+
+Every pass renders its candidates through `edits.apply`, so a candidate knows
+the byte edits that made it from its base seed. `VariantPatch` carries those
+edits over to the variant through the token alignment of the two: bytes of
+common tokens change on both sides, seed-only tokens on the seed alone, and
+variant-only tokens stay where they were anchored. An edit that would put new
+text over a changed region has no sound counterpart and is refused untested.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+
+from gitreduce import edits
+from gitreduce.current import Current
+from gitreduce.pair import Alignment, tokenize
+from gitreduce.pair_current import Measure, PairCandidate, PairCurrent
+
+# Seed texts whose variant is remembered: a ddmin renders every candidate from
+# the text it started on, several accepted candidates back.
+REMEMBERED_BASES = 64
+
+
+class VariantPatch:
+    """Maps byte edits of an aligned seed onto its variant."""
+
+    def __init__(self, alignment: Alignment) -> None:
+        self.alignment = alignment
+        seed = alignment.seed
+        hunk = alignment.seed_hunk
+        count = len(seed)
+        # re-lexing next to a changed token can change the difference: measure it afresh there
+        self._near_hunk = [
+            hunk[i] >= 0 or (i > 0 and hunk[i - 1] >= 0) or (i + 1 < count and hunk[i + 1] >= 0)
+            for i in range(count)
+        ]
+        self._has_insertions = any(h.seed_start == h.seed_end for h in alignment.hunks)
+
+    def _within(self, token: int, position: int) -> int:
+        """Where seed byte `position` (inside common token `token`'s span) is in the variant."""
+        seed, variant = self.alignment.seed, self.alignment.variant
+        partner = self.alignment.seed_to_variant[token]
+        if position >= seed.starts[token]:
+            return variant.starts[partner] + position - seed.starts[token]
+        trivia = variant.starts[partner] - variant.leads[partner]
+        return variant.leads[partner] + min(position - seed.leads[token], trivia)
+
+    def carry(self, changes: Iterable[edits.Edit]) -> tuple[list[edits.Edit], bool] | None:
+        """The variant's edits for the seed's, and whether the difference may have changed.
+
+        None when an edit has no sound counterpart: new text over a seed-only
+        token, or over a place where the variant inserted tokens.
+        """
+        carried: list[edits.Edit] = []
+        near_change = False
+        for change in changes:
+            pieces, touched_changed, near = self._pieces(change)
+            near_change |= near
+            if not change.replacement:
+                carried.extend(edits.Edit(start, end) for start, end in pieces if end > start)
+            elif touched_changed or len(pieces) != 1:
+                return None
+            else:
+                carried.append(edits.Edit(*pieces[0], change.replacement))
+        return carried, near_change
+
+    def _pieces(self, change: edits.Edit) -> tuple[list[tuple[int, int]], bool, bool]:
+        """Variant byte ranges under `change`'s range, merged where contiguous in both
+        programs; whether it touched seed-only tokens; whether it came near any."""
+        seed, variant = self.alignment.seed, self.alignment.variant
+        to_variant = self.alignment.seed_to_variant
+        pieces: list[tuple[int, int]] = []
+        touched_changed = near = False
+        token = bisect_right(seed.ends, change.start)
+        first = token
+        while token < len(seed) and seed.leads[token] < change.end:
+            near |= self._near_hunk[token]
+            partner = to_variant[token]
+            if partner < 0:
+                touched_changed = True
+            else:
+                start = self._within(token, max(change.start, seed.leads[token]))
+                end = self._within(token, min(change.end, seed.ends[token]))
+                follows = token > first and to_variant[token - 1] == partner - 1
+                if pieces and follows and pieces[-1][1] == start:
+                    pieces[-1] = (pieces[-1][0], end)
+                else:
+                    pieces.append((start, end))
+            token += 1
+        if change.end > seed.tail:  # the trivia after the last token: aligned at the end
+            offset = len(variant.text) - len(seed.text)
+            start = max(variant.tail, max(change.start, seed.tail) + offset)
+            pieces.append((start, max(start, change.end + offset)))
+        elif token == first:  # an insertion between two tokens
+            anchor = self._insertion_point(first)
+            pieces = [] if anchor is None else [(anchor, anchor)]
+            touched_changed = anchor is None
+        return pieces, touched_changed, near
+
+    def _insertion_point(self, token: int) -> int | None:
+        """The variant byte matching the start of seed token `token`'s span (its trivia)."""
+        seed, variant = self.alignment.seed, self.alignment.variant
+        if token >= len(seed):
+            return variant.tail
+        partner = self.alignment.seed_to_variant[token]
+        if partner < 0:
+            return None
+        previous = self.alignment.seed_to_variant[token - 1] if token else -1
+        if self._has_insertions and token and previous != partner - 1:
+            return None  # the variant inserted tokens right here: which side is unclear
+        return variant.leads[partner]
+
+
+class SeedCurrent(Current):
+    """The pair's seed as a `Current`; an accepted candidate replaces the whole pair."""
+
+    def __init__(self, pair: PairCurrent) -> None:
+        self.pair = pair
+        self.grammar = pair.syntax.grammar if pair.syntax is not None else None
+        self._patches: dict[bytes, VariantPatch] = {}
+        state = pair.state
+        seed, variant = state.seed_text(), state.variant_text()
+        super().__init__(seed, pair.engine, pair.syntax)
+        self._adopt(Alignment.of(seed, variant, self.grammar))
+
+    def _adopt(self, alignment: Alignment) -> None:
+        self._patches[alignment.seed.text] = VariantPatch(alignment)
+        while len(self._patches) > REMEMBERED_BASES:
+            del self._patches[next(iter(self._patches))]
+        self.variant = alignment.variant.text
+        self.diff = alignment.diff_size
+
+    @staticmethod
+    def _measure(seed: bytes, variant: bytes, diff: int) -> Measure:
+        """Bytes, not tokens, after the difference: the passes' own notion of smaller."""
+        return diff, len(seed) + len(variant)
+
+    def _pair(self, candidate: bytes) -> PairCandidate:
+        """The candidate seed with its patched variant (measure None: not derivable)."""
+        base = getattr(candidate, "base", None)
+        patch = self._patches.get(base) if base is not None else None
+        if patch is None:
+            return PairCandidate(candidate, b"", None)
+        carried = patch.carry(candidate.edits)  # type: ignore[attr-defined]
+        if carried is None:
+            return PairCandidate(candidate, b"", None)
+        variant_edits, near_change = carried
+        variant = bytes(edits.apply(patch.alignment.variant.text, variant_edits))
+        seed = bytes(candidate)
+        diff = self.diff
+        if near_change:
+            grammar = self.grammar
+            diff = Alignment(tokenize(seed, grammar), tokenize(variant, grammar)).diff_size
+        return PairCandidate(seed, variant, self._measure(seed, variant, diff))
+
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        pair = self.pair
+        syntax = self.syntax
+        judge = pair.judge(self._measure(self.text, self.variant, self.diff))
+
+        def pairs() -> Iterator[PairCandidate]:
+            for candidate in candidates:
+                yield self._pair(candidate)
+
+        found = self.engine.first_judged(pairs(), judge)
+        if found is None:
+            return None
+        winner = found[1]
+        alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
+        self.text = winner.seed
+        self.parsed = syntax.parse(winner.seed) if syntax is not None else None
+        self._adopt(alignment)
+        pair.adopt(alignment.full())
+        return found[0]
