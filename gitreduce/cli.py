@@ -45,10 +45,10 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 @app.command(
     help=(
         "Reduce FILE to a smaller file that still fails the test the same way, or "
-        "(--seed S --variant V) reduce a passing seed and a failing variant together "
-        "until the few tokens that differ are the failure-inducing change.\n\n"
+        "(--seed S --variant V, or GOOD..BAD -- PATH) reduce a passing seed and a failing "
+        "variant together until the few tokens that differ are the failure-inducing change.\n\n"
         "The test follows `git bisect run`: exit 0 = good, 125 = cannot be tested, "
-        "1-127 = bad (the bug), >=128 = the test broke. With --interesting, exit 0 "
+        "other 1-127 = bad (the bug), >=128 = the test broke. With --interesting, exit 0 "
         "means 'still shows the bug' (C-Reduce/C-Vise scripts). The candidate is "
         "`{}` in the command and $GITREDUCE_FILE, and sits under its own name in the "
         "test's working directory.\n\n"
@@ -59,7 +59,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 def reduce(
     targets: Annotated[
         list[str] | None,
-        typer.Argument(help="FILE: the failing file to reduce.", show_default=False),
+        typer.Argument(help="FILE to reduce, or GOOD..BAD then -- PATH.", show_default=False),
     ] = None,
     seed: Annotated[
         Path | None, typer.Option("--seed", help="The passing program (pairwise mode).")
