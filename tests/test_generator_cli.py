@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+from typing import Any
 
 import pygit2
 import pytest
 from typer.testing import CliRunner
 
+from gitreduce.engine import Engine, blob_id
 from gitreduce.generator.cli import app
+from gitreduce.generator.replay import Alignment, Replayed, removable, replay
+from gitreduce.generator.session import GenerateSettings, _Searcher
+from gitreduce.generator.trace import Trace, execute
+from gitreduce.outcome import Outcome, Verdict
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "generator"
 GEN_C = FIXTURE / "gen_c.py"
@@ -145,11 +153,6 @@ def test_jobs_do_not_change_the_result(workdir: Path, monkeypatch: pytest.Monkey
     assert results[0] == results[1] == b"[!|!]\n"  # speculation may run more tests, never others
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug: after the rest of the suite has run in this process, the rerun "
-    "sometimes executes one test (passes when run alone); not yet understood",
-)
 def test_a_rerun_recalls_every_verdict(workdir: Path) -> None:
     write(workdir / "listing1.py", LISTING1)
     args = ["listing1.py:gen", "--seed", "26524", "--test", HAS_C, "-o", "out.txt", "--json"]
@@ -158,6 +161,46 @@ def test_a_rerun_recalls_every_verdict(workdir: Path) -> None:
     assert first[0] == second[0] == 0
     assert json.loads(first[1])["tests_run"] > 0
     assert json.loads(second[1])["tests_run"] == 0  # originals and candidates: all cached
+
+
+def word(rng: random.Random) -> str:
+    return "".join(rng.choice("abc") for _ in range(rng.randint(0, 3))) + "\n"
+
+
+def test_no_test_starts_behind_a_candidate_known_to_be_interesting() -> None:
+    """The rerun race: the first candidate's verdict is cached but its re-execution is slow,
+    the second's is quick and uncached. Testing the second could not change the answer."""
+    seed = next(s for s in range(2000) if execute(lambda: word, s).output == b"abc\n")
+    original = execute(lambda: word, seed)
+    units = removable(original)
+    assert len(units) == 3
+    tested: list[bytes] = []
+
+    def run_test(text: bytes) -> Outcome:
+        tested.append(text)
+        return Outcome(Verdict.GOOD, 0, 0.0)
+
+    def bad(outcome: Outcome) -> bool:
+        return outcome.verdict is Verdict.BAD
+
+    class SlowWinner:
+        def replay(self, _id: int, base: Trace, removed: frozenset[int], *args: Any) -> Replayed:
+            replayed = replay(lambda: word, base, removed, Alignment.REALIGN, seed)
+            if replayed.trace is not None and replayed.trace.output == b"c\n":
+                time.sleep(0.3)
+            return replayed
+
+    engine = Engine(run_test, bad, jobs=2)
+    engine.cache.put(blob_id(b"c\n"), Outcome(Verdict.BAD, 1, 0.0))
+    settings = GenerateSettings(generator="word", seed=seed, test="false")
+    searcher = _Searcher(engine, SlowWinner(), original, bad, settings, 1.0, None)  # type: ignore[arg-type]
+    try:
+        keep_c, keep_ab = frozenset(units[:2]), frozenset(units[2:])
+        assert searcher.first_success(original, [keep_c, keep_ab]) == 0
+    finally:
+        engine._executor.shutdown(wait=True)  # let the speculative candidate finish
+    assert searcher.current.output == b"c\n"
+    assert tested == []
 
 
 def test_inside_a_repository_the_result_is_a_branch(workdir: Path) -> None:

@@ -440,11 +440,11 @@ class _Searcher:
 
     def first_success(self, base: Trace, removals: Sequence[frozenset[int]]) -> int | None:
         base_id = self.base_id(base)
-        judge = _Judge(self, base, base_id, len(self._best.output))
-        found = self.engine.first_judged(removals, judge)
+        judge = _Judge(self, base, base_id, len(self._best.output), len(removals))
+        found = self.engine.first_judged(list(enumerate(removals)), judge)
         if found is None:
             return None
-        index, removed = found
+        index, (_, removed) = found
         verdict, trace = self.memo[(base_id, canonical(base, removed))]
         assert verdict and trace is not None
         self._best = trace
@@ -455,18 +455,46 @@ class _Searcher:
 
 class _Judge:
     """A reduced trace is interesting when its re-execution's output is smaller and fails the
-    test the same way; known answers (and infeasible counts) are settled without a run."""
+    test the same way; known answers (and infeasible counts) are settled without a run.
 
-    def __init__(self, searcher: _Searcher, base: Trace, base_id: int, smaller_than: int) -> None:
+    Candidates come numbered by their place in the batch. Unlike a text, a reduced
+    trace's verdict cannot be looked up before the generator has re-run it, so every
+    candidate reaches `full` and runs in parallel with the earlier ones. A candidate's
+    test therefore waits until every earlier candidate has been re-executed, and is
+    skipped when one of them is already known to be interesting: such a test could not
+    change the answer, and a run that recalls all its verdicts from the cache would
+    otherwise race its lookups against the re-execution of a later candidate, whose
+    test the first run had no reason to finish. With the wait, a rerun settles the
+    batch from the cache before any later candidate may test, so it runs no test at all.
+    """
+
+    def __init__(
+        self, searcher: _Searcher, base: Trace, base_id: int, smaller_than: int, size: int
+    ) -> None:
         self._searcher = searcher
         self._base = base
         self._base_id = base_id
         self._smaller_than = smaller_than
+        self._replayed = [threading.Event() for _ in range(size)]
+        self._interesting = [False] * size  # known before any test of its own
 
     def _key(self, removed: frozenset[int]) -> tuple[int, frozenset[int]]:
         return (self._base_id, canonical(self._base, removed))
 
-    def quick(self, removed: frozenset[int]) -> bool | None:
+    def _settle(self, index: int, interesting: bool) -> bool:
+        """Record what is known of candidate `index` once it needs no more re-execution."""
+        self._interesting[index] = interesting
+        self._replayed[index].set()
+        return interesting
+
+    def _earlier_interesting(self, index: int) -> bool:
+        """Wait until every earlier candidate is re-executed; whether one is interesting."""
+        for event in self._replayed[:index]:
+            event.wait()
+        return any(self._interesting[:index])
+
+    def quick(self, candidate: tuple[int, frozenset[int]]) -> bool | None:
+        index, removed = candidate
         searcher = self._searcher
         key = self._key(removed)
         with searcher.lock:
@@ -474,21 +502,28 @@ class _Judge:
         if known is not None:
             verdict, trace = known
             if not verdict or trace is None:
-                return False
+                return self._settle(index, False)
             if len(trace.output) >= self._smaller_than:
                 searcher.engine.stats.not_smaller += 1
-                return False
-            return True
+                return self._settle(index, False)
+            return self._settle(index, True)
         if not feasible(self._base, removed):
             with searcher.lock:
                 searcher.memo[key] = (False, None)
                 searcher.failures["infeasible count"] = (
                     searcher.failures.get("infeasible count", 0) + 1
                 )
-            return False
+            return self._settle(index, False)
         return None
 
-    def full(self, removed: frozenset[int]) -> bool:
+    def full(self, candidate: tuple[int, frozenset[int]]) -> bool:
+        index, removed = candidate
+        try:
+            return self._full(index, removed)
+        finally:
+            self._replayed[index].set()  # also when closing: nobody may wait on it forever
+
+    def _full(self, index: int, removed: frozenset[int]) -> bool:
         searcher = self._searcher
         settings = searcher.settings
         try:
@@ -510,19 +545,24 @@ class _Judge:
                 reason = _reason(replayed.failure)
                 searcher.failures[reason] = searcher.failures.get(reason, 0) + 1
                 searcher.memo[key] = (False, None)
-                return False
+                return self._settle(index, False)
         text = replayed.trace.output
         if len(text) >= self._smaller_than:
             with searcher.lock:
                 searcher.engine.stats.not_smaller += 1
                 searcher.memo[key] = (False, None)
-            return False
+            return self._settle(index, False)
         engine = searcher.engine
-        outcome = engine.recall(text) or engine.outcome(text)
+        outcome = engine.recall(text)
+        if outcome is None:
+            self._settle(index, False)
+            if self._earlier_interesting(index):
+                return False  # cannot be the answer; not memoised, its verdict is unknown
+            outcome = engine.outcome(text)
         verdict = searcher.is_interesting(outcome)
         with searcher.lock:
             searcher.memo[key] = (verdict, replayed.trace if verdict else None)
-        return verdict
+        return self._settle(index, verdict)
 
 
 def _reason(failure: str | None) -> str:
