@@ -74,9 +74,10 @@ class PairJudge:
             return False
         if variant is not None and seed is not None:
             return True
-        if not engine.parses(candidate.variant, self._precheck):
+        # a text with a verdict was tested, so it parsed: only new texts need the check
+        if variant is None and not engine.parses(candidate.variant, self._precheck):
             return False
-        if not engine.parses(candidate.seed, self._precheck):
+        if seed is None and not engine.parses(candidate.seed, self._precheck):
             return False
         return None
 

@@ -17,7 +17,7 @@ text over a changed region has no sound counterpart and is refused untested.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
 from gitreduce import edits
@@ -44,6 +44,11 @@ class VariantPatch:
             for i in range(count)
         ]
         self._has_insertions = any(h.seed_start == h.seed_end for h in alignment.hunks)
+        # the exclusive end of each token's run: its common run, or its hunk's seed side
+        self._run_end = [0] * count
+        for op in alignment.ops:
+            for index in range(op.seed_start, op.seed_end):
+                self._run_end[index] = op.seed_end
 
     def _within(self, token: int, position: int) -> int:
         """Where seed byte `position` (inside common token `token`'s span) is in the variant."""
@@ -74,33 +79,32 @@ class VariantPatch:
         return carried, near_change
 
     def _pieces(self, change: edits.Edit) -> tuple[list[tuple[int, int]], bool, bool]:
-        """Variant byte ranges under `change`'s range, merged where contiguous in both
-        programs; whether it touched seed-only tokens; whether it came near any."""
+        """Variant byte ranges under `change`'s range, one per run of common tokens; whether
+        it touched seed-only tokens; whether it came near any.
+
+        Runs are walked whole, so deleting a large function costs a few steps,
+        not one per token.
+        """
         seed, variant = self.alignment.seed, self.alignment.variant
         to_variant = self.alignment.seed_to_variant
         pieces: list[tuple[int, int]] = []
         touched_changed = near = False
-        token = bisect_right(seed.ends, change.start)
-        first = token
-        while token < len(seed) and seed.leads[token] < change.end:
-            near |= self._near_hunk[token]
-            partner = to_variant[token]
-            if partner < 0:
+        first = token = bisect_right(seed.ends, change.start)
+        stop = bisect_left(seed.leads, change.end)
+        while token < stop:
+            last = min(self._run_end[token], stop) - 1
+            near |= self._near_hunk[token] or self._near_hunk[last]
+            if to_variant[token] < 0:
                 touched_changed = True
             else:
                 start = self._within(token, max(change.start, seed.leads[token]))
-                end = self._within(token, min(change.end, seed.ends[token]))
-                follows = token > first and to_variant[token - 1] == partner - 1
-                if pieces and follows and pieces[-1][1] == start:
-                    pieces[-1] = (pieces[-1][0], end)
-                else:
-                    pieces.append((start, end))
-            token += 1
+                pieces.append((start, self._within(last, min(change.end, seed.ends[last]))))
+            token = last + 1
         if change.end > seed.tail:  # the trivia after the last token: aligned at the end
             offset = len(variant.text) - len(seed.text)
             start = max(variant.tail, max(change.start, seed.tail) + offset)
             pieces.append((start, max(start, change.end + offset)))
-        elif token == first:  # an insertion between two tokens
+        elif stop <= first:  # an insertion between two tokens
             anchor = self._insertion_point(first)
             pieces = [] if anchor is None else [(anchor, anchor)]
             touched_changed = anchor is None
