@@ -5,7 +5,8 @@ usage: python benchmarks/run.py [--cases DIR ...] [--tools gitreduce,cvise,shrin
                                 [--jobs 2] [--timeout-per-case S] [--out benchmarks/out]
                                 [--use-baselines] [--record-baselines]
                                 [--baseline-dir benchmarks/baselines] [--gitreduce-cmd CMD]
-       python benchmarks/run.py --pairs [--algorithms ppr,dd] [--dd-timeout S] [--cases ...]
+       python benchmarks/run.py --pairs [--algorithms ppr,dd,dd-empty] [--dd-timeout S]
+                                [--cases ...]
 
 A case is a folder holding ``variant.EXT`` and ``test.sh`` (git-bisect-run convention:
 0 good, 1 bad = bug present, 125 unusable) and usually ``interesting.sh`` (exit 0 iff
@@ -14,7 +15,7 @@ the variant in a fresh scratch dir, cases and tools strictly one after another. 
 are counted only with ``shared/bench/tools/tokens.py``.  Every final file is checked
 with the case's ``test.sh`` (it must exit 1).
 
-``--pairs [--algorithms ppr,dd] [--dd-timeout S]`` runs git-reduce's pairwise mode
+``--pairs [--algorithms ppr,dd,dd-empty] [--dd-timeout S]`` runs git-reduce's pairwise mode
 instead, on cases holding ``seed.EXT``, ``variant.EXT`` and ``test.sh``: each
 algorithm on copies in a fresh scratch dir outside any git repository with a fresh
 ``XDG_CACHE_HOME``; the reduced seed must make ``test.sh`` exit 0 and the reduced
@@ -760,9 +761,11 @@ def markdown(
 # ---------------------------------------------------------------------------- pairs
 #
 # ``--pairs``: git-reduce's pairwise mode (issue 4) on cases that hold ``seed.EXT``,
-# ``variant.EXT`` and ``test.sh``, once per ``--algorithms`` entry (ppr, dd).
+# ``variant.EXT`` and ``test.sh``, once per ``--algorithms`` entry (ppr, dd, dd-empty).
 
-PAIR_ALGORITHMS = ("ppr", "dd")
+PAIR_ALGORITHMS = ("ppr", "dd", "dd-empty")
+# the two DD baselines and the key suffix of PPR's ratios against each
+DD_BASELINES = {"dd": "dd", "dd-empty": "dd_empty"}
 # the acceptance targets of issue 4 (shown next to the medians)
 PAIR_TARGETS: dict[str, Any] = {
     "diff_median_c_cpp_max": 10,
@@ -996,7 +999,7 @@ def run_pair(case: PairCase, algorithm: str, scratch: Path, args: argparse.Names
         "--json",
     ]
     env = dict(os.environ, XDG_CACHE_HOME=str(cache))
-    timeout = args.dd_timeout if algorithm == "dd" else args.timeout_per_case
+    timeout = args.dd_timeout if algorithm in DD_BASELINES else args.timeout_per_case
     res.timeout_seconds = timeout
     log = args.out / "logs" / f"{safe(case.name)}-pairs-{algorithm}.log"
     stdout = scratch / "stdout.json"
@@ -1086,11 +1089,10 @@ def compute_pair_ratios(
     by = {(r.case, r.algorithm): r for r in results}
     out: dict[str, dict[str, float | None]] = {}
     for case in dict.fromkeys(r.case for r in results):
-        p, d, c = by.get((case, "ppr")), by.get((case, "dd")), cvise.get(case)
+        p, c = by.get((case, "ppr")), cvise.get(case)
         if p is None:
             continue
         p_ok = p.checks_ok
-        d_ok = d is not None and d.checks_ok
         c_ok = c is not None and c.reproduces
         p_var, p_diff, p_size = p.recount_variant_tokens[1], p.recount_diff_tokens[1], p.size_after
         out[case] = {
@@ -1101,11 +1103,14 @@ def compute_pair_ratios(
                 if p_ok and c_ok and c and not (p.timed_out or p.interrupted)
                 else None
             ),
-            "diff_ppr_vs_dd": (
-                ratio(p_diff, d.recount_diff_tokens[1]) if p_ok and d_ok and d else None
-            ),
-            "size_dd_vs_ppr": ratio(d.size_after, p_size) if p_ok and d_ok and d else None,
         }
+        for algorithm, key in DD_BASELINES.items():
+            d = by.get((case, algorithm))
+            both = p_ok and d is not None and d.checks_ok
+            out[case][f"diff_ppr_vs_{key}"] = (
+                ratio(p_diff, d.recount_diff_tokens[1]) if both and d else None
+            )
+            out[case][f"size_{key}_vs_ppr"] = ratio(d.size_after, p_size) if both and d else None
     return out
 
 
@@ -1146,7 +1151,10 @@ def summarize_pairs(
             "not_verified": [r.case for r in pool if r.algorithm == alg and not r.checks_ok],
             "timed_out": [r.case for r in pool if r.algorithm == alg and r.timed_out],
         }
-    for key in ("variant_vs_cvise", "wall_vs_cvise", "diff_ppr_vs_dd", "size_dd_vs_ppr"):
+    ratio_keys = ["variant_vs_cvise", "wall_vs_cvise"]
+    for key in DD_BASELINES.values():
+        ratio_keys += [f"diff_ppr_vs_{key}", f"size_{key}_vs_ppr"]
+    for key in ratio_keys:
         vals = [r[key] for c, r in ratios.items() if c in counted and r[key] is not None]
         summary[f"median_{key}"] = statistics.median(vals) if vals else None
         summary[f"n_{key}"] = len(vals)
@@ -1200,6 +1208,8 @@ def pair_markdown(
         "wall / C-Vise",
         "diff PPR/DD",
         "size DD/PPR",
+        "diff PPR/DD-empty",
+        "size DD-empty/PPR",
         "load 1m before / after (during)",
     ]
     lines = [
@@ -1210,7 +1220,7 @@ def pair_markdown(
         f"{fmt(meta['dd_timeout'], 0)} s) · git-reduce {meta.get('gitreduce_version', '?')}",
         "",
         "| " + " | ".join(head) + " |",
-        "|" + "|".join(["---"] * 2 + ["---:"] * 6 + ["---"] + ["---:"] * 5) + "|",
+        "|" + "|".join(["---"] * 2 + ["---:"] * 6 + ["---"] + ["---:"] * 7) + "|",
     ]
     for r in results:
         wall = fmt(r.wall_seconds)
@@ -1236,6 +1246,8 @@ def pair_markdown(
                     fmt(rr.get("wall_vs_cvise"), 2) if rr else "",
                     fmt(rr.get("diff_ppr_vs_dd"), 2) if rr else "",
                     fmt(rr.get("size_dd_vs_ppr"), 1) if rr else "",
+                    fmt(rr.get("diff_ppr_vs_dd_empty"), 2) if rr else "",
+                    fmt(rr.get("size_dd_empty_vs_ppr"), 1) if rr else "",
                     _load_cell(r),
                 ]
             )
@@ -1269,7 +1281,10 @@ def pair_markdown(
         f"{fmt(summary.get('median_wall_vs_cvise'), 2)} (≤ {t['wall_vs_cvise_max']}), "
         f"diff PPR/DD {fmt(summary.get('median_diff_ppr_vs_dd'), 2)} "
         f"(≤ {t['diff_ppr_vs_dd_max']}), size DD/PPR "
-        f"{fmt(summary.get('median_size_dd_vs_ppr'), 1)} (≥ {t['size_dd_vs_ppr_min']})."
+        f"{fmt(summary.get('median_size_dd_vs_ppr'), 1)} (≥ {t['size_dd_vs_ppr_min']}); "
+        f"against DD-empty (the paper's baseline): diff PPR/DD-empty "
+        f"{fmt(summary.get('median_diff_ppr_vs_dd_empty'), 2)}, size DD-empty/PPR "
+        f"{fmt(summary.get('median_size_dd_empty_vs_ppr'), 1)}."
     )
     scope = f"over {', '.join(summary.get('cases_counted', [])) or 'no cases'}"
     if summary.get("cases_not_counted"):
@@ -1538,7 +1553,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--algorithms",
         default=",".join(PAIR_ALGORITHMS),
-        help="with --pairs: comma-separated subset of ppr,dd (default both)",
+        help="with --pairs: comma-separated subset of ppr,dd,dd-empty (default all three)",
     )
     ap.add_argument(
         "--dd-timeout",

@@ -27,6 +27,7 @@ from gitreduce.report import (
     write_pair,
 )
 from gitreduce.session import (
+    PAIR_ALGORITHMS,
     PairSettings,
     RevisionSettings,
     SingleSettings,
@@ -68,7 +69,12 @@ def reduce(
         Path | None, typer.Option("--variant", help="The failing program derived from the seed.")
     ] = None,
     algorithm: Annotated[
-        str, typer.Option(help="Pairwise algorithm: ppr (default) or dd (Zeller's baseline).")
+        str,
+        typer.Option(
+            help="Pairwise algorithm: ppr (default); dd (Zeller's dd over the diff's hunks); "
+            "dd-empty (the PPR paper's baseline: dd over the variant's tokens from an empty "
+            "program, the seed ignored)."
+        ),
     ] = "ppr",
     no_bisect: Annotated[
         bool, typer.Option("--no-bisect", help="Take GOOD and BAD as they are; do not bisect.")
@@ -127,8 +133,8 @@ def reduce(
             raise UserError("give exactly one of --test CMD or --interesting CMD")
         if signature is not None and any_failure:
             raise UserError("--signature and --any-failure exclude each other")
-        if algorithm not in ("ppr", "dd"):
-            raise UserError(f"unknown --algorithm {algorithm!r}; use ppr or dd")
+        if algorithm not in PAIR_ALGORITHMS:
+            raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
         request = ResultRequest(branch=branch, force=force, patch=patch)
@@ -147,7 +153,7 @@ def reduce(
                 language=language,
                 signature=signature,
                 any_failure=any_failure,
-                algorithm="dd" if algorithm == "dd" else "ppr",
+                algorithm=PAIR_ALGORITHMS[algorithm],
             )
             if output is not None and not output.is_dir():
                 raise UserError(f"--output {output} must be an existing directory")

@@ -1,14 +1,15 @@
 """Zeller's dd: isolate a failure-inducing difference between a passing and a failing input.
 
-This is the baseline the PPR paper compares against (`--algorithm dd`). Of the
-two ways ALGORITHMS.md lists to feed it a seed/variant pair, `isolate_hunks`
-implements the first, Zeller's "yesterday it worked" use: the changes are the
-hunks of the token diff, c_pass = no hunk applied (the seed) and c_fail = every
-hunk applied (the variant). The paper's own baseline (changes = the variant's
-tokens, c_pass = the empty program, the seed ignored) is the same `dd` called on
-token indices with `passing=()`; we use the hunk form because it is the one a
-user with a good and a bad commit would reach for, and it is the stronger
-baseline for the difference size.
+This is the baseline the PPR paper compares against. ALGORITHMS.md lists two
+ways to feed it a seed/variant pair, and both are here:
+
+- `isolate_hunks` (`--algorithm dd`), Zeller's "yesterday it worked" use: the
+  changes are the hunks of the token diff, c_pass = no hunk applied (the seed),
+  c_fail = every hunk applied (the variant). The one a user with a good and a
+  bad commit would reach for, and the stronger baseline for the difference.
+- `isolate_tokens` (`--algorithm dd-empty`), the paper's own baseline: the
+  changes are the variant's tokens, c_pass = the empty program, the seed
+  ignored; the "seed" it returns is the largest passing subset it grew.
 
 dd narrows the difference only: both returned programs stay as big as the
 seed and the variant. That weakness is what PPR fixes, and the benchmark shows
@@ -43,8 +44,15 @@ def _split(changes: Subset, parts: int) -> list[Subset]:
     return [chunk for chunk in chunks if chunk]
 
 
+Step = Callable[[Subset, Subset], None]
+
+
 def dd_search(
-    changes: Sequence[int], find_first: FindFirst, *, passing: Sequence[int] = ()
+    changes: Sequence[int],
+    find_first: FindFirst,
+    *,
+    passing: Sequence[int] = (),
+    on_step: Step | None = None,
 ) -> tuple[Subset, Subset]:
     """(c_pass, c_fail) with c_pass ⊆ c_fail, c_fail - c_pass 1-minimal.
 
@@ -58,7 +66,8 @@ def dd_search(
     part (restart at 2 parts); only then are the growing-the-pass and
     shrinking-the-fail moves (one part less, n-1 parts) considered. Cases 3 and 4
     re-ask about the candidates of cases 1 and 2, which a caching `find_first`
-    answers without running anything.
+    answers without running anything. `on_step` hears every narrower pair, so an
+    interrupted run still has its best.
     """
     order = {change: position for position, change in enumerate(changes)}
     if len(order) != len(changes):
@@ -78,6 +87,8 @@ def dd_search(
 
     granularity = 2
     while True:
+        if on_step is not None:
+            on_step(c_pass, c_fail)
         difference = minus(c_fail, c_pass)
         if len(difference) <= 1:
             return c_pass, c_fail
@@ -99,7 +110,13 @@ def dd_search(
             return c_pass, c_fail
 
 
-def dd(changes: Sequence[int], test: Test, *, passing: Sequence[int] = ()) -> tuple[Subset, Subset]:
+def dd(
+    changes: Sequence[int],
+    test: Test,
+    *,
+    passing: Sequence[int] = (),
+    on_step: Step | None = None,
+) -> tuple[Subset, Subset]:
     """dd with a plain one-candidate test; each distinct subset is tested once."""
     verdicts: dict[Subset, Verdict] = {}
 
@@ -112,11 +129,16 @@ def dd(changes: Sequence[int], test: Test, *, passing: Sequence[int] = ()) -> tu
                 return position
         return None
 
-    return dd_search(changes, find_first, passing=passing)
+    return dd_search(changes, find_first, passing=passing, on_step=on_step)
+
+
+StateStep = Callable[[PairState, PairState], None]
 
 
 def isolate_hunks(
-    state: PairState, test: Callable[[PairState], Verdict]
+    state: PairState,
+    test: Callable[[PairState], Verdict],
+    on_step: StateStep | None = None,
 ) -> tuple[PairState, PairState]:
     """The DD baseline on a pair: (passing, failing) states one minimal set of hunks apart.
 
@@ -133,5 +155,35 @@ def isolate_hunks(
     def as_state(subset: Subset) -> PairState:
         return state.with_hunks((*dead, *subset))
 
-    passing, failing = dd(changes, lambda subset: test(as_state(subset)))
+    def step(passing: Subset, failing: Subset) -> None:
+        if on_step is not None:
+            on_step(as_state(passing), as_state(failing))
+
+    passing, failing = dd(changes, lambda subset: test(as_state(subset)), on_step=step)
+    return as_state(passing), as_state(failing)
+
+
+def isolate_tokens(
+    variant: PairState,
+    test: Callable[[PairState], Verdict],
+    on_step: StateStep | None = None,
+) -> tuple[PairState, PairState]:
+    """The paper's DD: (passing, failing) subsets of the variant's tokens, grown from nothing.
+
+    `variant` is the full state of an alignment of the empty program with the
+    variant, so every variant token is a change and a subset renders with the
+    variant's own spacing. The caller checks that the empty program passes.
+    """
+    count = len(variant.alignment.variant)
+    everything = tuple(range(count))
+
+    def as_state(subset: Subset) -> PairState:
+        kept = set(subset)
+        return variant.without_variant_tokens(i for i in everything if i not in kept)
+
+    def step(passing: Subset, failing: Subset) -> None:
+        if on_step is not None:
+            on_step(as_state(passing), as_state(failing))
+
+    passing, failing = dd(everything, lambda subset: test(as_state(subset)), on_step=step)
     return as_state(passing), as_state(failing)

@@ -20,7 +20,7 @@ import pygit2
 from gitreduce import languages
 from gitreduce.bisect import PathBisect, bisect_path
 from gitreduce.current import Current, render_deletions
-from gitreduce.dd import isolate_hunks
+from gitreduce.dd import isolate_hunks, isolate_tokens
 from gitreduce.engine import Engine, Stats
 from gitreduce.errors import UserError
 from gitreduce.gitstore import GitVerdictCache
@@ -285,9 +285,13 @@ class PairSettings:
     language: str | None = None
     signature: str | None = None
     any_failure: bool = False
-    algorithm: Literal["ppr", "dd"] = "ppr"
+    algorithm: PairAlgorithm = "ppr"
     path: str = ""  # repository-relative, for the result commits (default: name)
     sources: tuple[str, ...] = ()  # the seed's and the variant's commits, when known
+
+
+PairAlgorithm = Literal["ppr", "dd", "dd-empty"]
+PAIR_ALGORITHMS: dict[str, PairAlgorithm] = {"ppr": "ppr", "dd": "dd", "dd-empty": "dd-empty"}
 
 
 @dataclass
@@ -372,11 +376,8 @@ def reduce_pair_texts(
             try:
                 if progress is not None:
                     progress(current)
-                if settings.algorithm == "dd":
-                    seed_out, variant_out = _isolate(full, engine, seed_ok, variant_ok)
-                else:
-                    reduce_pair(current)
                 if settings.algorithm == "ppr":
+                    reduce_pair(current)
                     seed_out, variant_out = _without_comments(
                         current.state.seed_text(),
                         current.state.variant_text(),
@@ -385,10 +386,12 @@ def reduce_pair_texts(
                         seed_ok,
                         variant_ok,
                     )
+                else:
+                    _isolate(settings.algorithm, current, grammar)
+                    seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
             except (KeyboardInterrupt, OracleClosed):
                 interrupted = True
-                if settings.algorithm == "ppr":
-                    seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+                seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
             finally:
                 oracle.close()
                 engine.close()
@@ -604,19 +607,35 @@ def _bisect(
 
 
 def _isolate(
-    full: PairState,
-    engine: Engine,
-    seed_ok: Callable[[Outcome], bool],
-    variant_ok: Callable[[Outcome], bool],
-) -> tuple[bytes, bytes]:
-    """Zeller's dd over the hunks: the passing and failing variants one minimal set apart."""
+    algorithm: PairAlgorithm, current: PairCurrent, grammar: languages.Grammar | None
+) -> None:
+    """Zeller's dd, over the hunks (`dd`) or over the variant's tokens from nothing
+    (`dd-empty`); `current` follows every narrower pair, so Ctrl-C keeps the best."""
+    engine = current.engine
 
     def classify(state: PairState) -> Literal["pass", "fail", "unresolved"]:
-        outcome = engine.test(state.variant_text())
-        if variant_ok(outcome):
+        text = state.variant_text()
+        if current.syntax is not None and not engine.parses(text, current.syntax.acceptable):
+            return "unresolved"
+        outcome = engine.test(text)
+        if current.variant_ok(outcome):
             return "fail"
-        return "pass" if seed_ok(outcome) else "unresolved"
+        return "pass" if current.seed_ok(outcome) else "unresolved"
 
-    engine.pass_name = "dd"
-    passing, failing = isolate_hunks(full, classify)
-    return passing.variant_text(), failing.variant_text()
+    def follow(passing: PairState, failing: PairState) -> None:
+        """The pair as a state: the passing program as its seed, the failing as its variant."""
+        pair = Alignment.of(passing.variant_text(), failing.variant_text(), grammar)
+        current.adopt(pair.full())
+
+    engine.pass_name = algorithm
+    if algorithm == "dd":
+        isolate_hunks(current.state, classify, follow)
+        return
+    from_nothing = Alignment.of(b"", current.state.variant_text(), grammar).full()
+    empty = from_nothing.without_variant_tokens(range(len(from_nothing.alignment.variant)))
+    if classify(empty) != "pass":
+        raise UserError(
+            "dd-empty grows its passing program from the empty one, but the test does not "
+            "say good for an empty file; use --algorithm ppr or dd"
+        )
+    isolate_tokens(from_nothing, classify, follow)

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitreduce import languages
-from gitreduce.dd import Subset, Verdict, dd, dd_search, isolate_hunks
+from gitreduce.dd import Subset, Verdict, dd, dd_search, isolate_hunks, isolate_tokens
 from gitreduce.pair import Alignment, PairState
 
 
@@ -210,6 +210,31 @@ def test_isolate_hunks_skips_hunks_reduced_away() -> None:
     passing, failing = isolate_hunks(state, test)
     assert first.index in passing.applied and first.index in failing.applied
     assert all(first.index in applied for applied in seen)
+
+
+def test_isolate_tokens_grows_a_passing_program_from_nothing() -> None:
+    """The PPR paper's DD: the variant's tokens are the changes, the empty program passes."""
+    grammar = languages.load("c")
+    assert grammar is not None
+    from_nothing = Alignment.of(b"", VARIANT, grammar).full()
+    steps: list[tuple[bytes, bytes]] = []
+
+    def test(candidate: PairState) -> Verdict:
+        text = candidate.variant_text()
+        return "fail" if b"long" in text and b"main" in text else "pass"
+
+    passing, failing = isolate_tokens(
+        from_nothing, test, lambda p, f: steps.append((p.variant_text(), f.variant_text()))
+    )
+    assert test(passing) == "pass" and test(failing) == "fail"
+    kept_passing = set(passing.variant_order())
+    kept_failing = set(failing.variant_order())
+    assert kept_passing < kept_failing and len(kept_failing - kept_passing) == 1
+    # the first step is (empty program, variant); the last is the result
+    assert steps[0][1] == VARIANT and steps[0][0].strip() == b""
+    assert steps[-1] == (passing.variant_text(), failing.variant_text())
+    # the seed plays no part: both programs are subsets of the variant's tokens
+    assert passing.seed_text().strip() == b""
 
 
 CASE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "cases" / "gcc12-pr109392"

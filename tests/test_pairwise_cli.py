@@ -246,6 +246,33 @@ def test_dd_baseline_narrows_the_difference_but_keeps_the_programs(ppr, tmp_path
     )
 
 
+def test_dd_empty_grows_the_seed_from_nothing_and_keeps_the_variant_large(ppr, tmp_path):
+    """The PPR paper's baseline: dd over the variant's tokens, the seed ignored."""
+    dd, _ = reduce_pair(PAIR, tmp_path, "--algorithm", "dd-empty")
+    best = ppr[2]["summary"]
+    assert dd["algorithm"] == "dd-empty"
+    seed_out, variant_out = tmp_path / "variant.seed.c", tmp_path / "variant.variant.c"
+    assert status(PAIR / "test.sh", seed_out) == 0
+    assert status(PAIR / "test.sh", variant_out) == 1
+    assert [dd["seed_tokens"][1], dd["variant_tokens"][1], dd["diff_tokens"][1]] == [
+        *tokens_py(seed_out, variant_out)
+    ]
+    assert dd["variant_tokens"][1] > best["variant_tokens"][1]
+
+
+def test_dd_empty_refuses_a_test_that_does_not_pass_the_empty_file(tmp_path):
+    picky = tmp_path / "picky.sh"
+    picky.write_text(
+        f'#!/bin/sh\ngrep -q \'[^[:space:]]\' "$1" || exit 125\nexec {PAIR / "test.sh"} "$1"\n'
+    )
+    picky.chmod(0o755)
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--algorithm", "dd-empty",
+        "--test", f"{picky} {{}}", "--quiet", cwd=workdir(tmp_path / "run", PAIR),
+    )  # fmt: skip
+    check_one_line_error(process, "empty")
+
+
 # --- known answers from the PPR paper -----------------------------------------------------
 
 
