@@ -48,6 +48,10 @@ class Current:
             self._on_change(self)
         return found[0]
 
+    def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
+        """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
+        return self.try_candidates([rewrite(self.text)]) is not None
+
 
 def render_deletions(text: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
     """Delete byte ranges, joining ranges separated only by white space and taking whole lines.

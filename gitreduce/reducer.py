@@ -84,4 +84,4 @@ def reduce_program(current: Current) -> None:
         if len(current.text) >= before:
             break
     engine.pass_name = "tidy"
-    current.try_candidates([tidy(current.text)])
+    current.try_rewrite(tidy)

@@ -18,12 +18,12 @@ text over a changed region has no sound counterpart and is refused untested.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from gitreduce import edits
 from gitreduce.current import Current
 from gitreduce.pair import Alignment, tokenize
-from gitreduce.pair_current import Measure, PairCandidate, PairCurrent
+from gitreduce.pair_current import Measure, PairCandidate, PairCurrent, PairJudge
 
 # Seed texts whose variant is remembered: a ddmin renders every candidate from
 # the text it started on, several accepted candidates back.
@@ -68,15 +68,30 @@ class VariantPatch:
         carried: list[edits.Edit] = []
         near_change = False
         for change in changes:
-            pieces, touched_changed, near = self._pieces(change)
-            near_change |= near
-            if not change.replacement:
-                carried.extend(edits.Edit(start, end) for start, end in pieces if end > start)
-            elif touched_changed or len(pieces) != 1:
-                return None
-            else:
-                carried.append(edits.Edit(*pieces[0], change.replacement))
+            for part in self._as_deletions(change):
+                pieces, touched_changed, near = self._pieces(part)
+                near_change |= near
+                if not part.replacement:
+                    carried.extend(edits.Edit(start, end) for start, end in pieces if end > start)
+                elif touched_changed or len(pieces) != 1:
+                    return None
+                else:
+                    carried.append(edits.Edit(*pieces[0], part.replacement))
         return carried, near_change
+
+    def _as_deletions(self, change: edits.Edit) -> list[edits.Edit]:
+        """A replacement by text found inside the replaced range (hoisting a descendant) as
+        the two deletions around it, so the variant keeps its own version of that text."""
+        text = self.alignment.seed.text
+        if not change.replacement:
+            return [change]
+        inner = text.find(change.replacement, change.start, change.end)
+        if inner < 0:
+            return [change]
+        return [
+            edits.Edit(change.start, inner),
+            edits.Edit(inner + len(change.replacement), change.end),
+        ]
 
     def _pieces(self, change: edits.Edit) -> tuple[list[tuple[int, int]], bool, bool]:
         """Variant byte ranges under `change`'s range, one per run of common tokens; whether
@@ -166,22 +181,34 @@ class SeedCurrent(Current):
             diff = Alignment(tokenize(seed, grammar), tokenize(variant, grammar)).diff_size
         return PairCandidate(seed, variant, self._measure(seed, variant, diff))
 
-    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
-        pair = self.pair
-        syntax = self.syntax
-        judge = pair.judge(self._measure(self.text, self.variant, self.diff))
+    def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
+        """Both programs rewritten, each on its own: a normaliser has no edits to carry."""
+        seed, variant = rewrite(self.text), rewrite(self.variant)
+        grammar = self.grammar
+        diff = Alignment(tokenize(seed, grammar), tokenize(variant, grammar)).diff_size
+        candidate = PairCandidate(seed, variant, self._measure(seed, variant, diff))
+        found = self.engine.first_judged([candidate], self._judge())
+        if found is not None:
+            self._accept(found[1])
+        return found is not None
 
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
         def pairs() -> Iterator[PairCandidate]:
             for candidate in candidates:
                 yield self._pair(candidate)
 
-        found = self.engine.first_judged(pairs(), judge)
+        found = self.engine.first_judged(pairs(), self._judge())
         if found is None:
             return None
-        winner = found[1]
+        self._accept(found[1])
+        return found[0]
+
+    def _judge(self) -> PairJudge:
+        return self.pair.judge(self._measure(self.text, self.variant, self.diff))
+
+    def _accept(self, winner: PairCandidate) -> None:
         alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
         self.text = winner.seed
-        self.parsed = syntax.parse(winner.seed) if syntax is not None else None
+        self.parsed = self.syntax.parse(winner.seed) if self.syntax is not None else None
         self._adopt(alignment)
-        pair.adopt(alignment.full())
-        return found[0]
+        self.pair.adopt(alignment.full())

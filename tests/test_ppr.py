@@ -115,6 +115,17 @@ def test_a_replacement_moves_to_the_variant_only_over_common_tokens() -> None:
     assert carried(seed, variant, [edits.Edit(three, three + 1, b"0")]) is None
 
 
+def test_hoisting_a_descendant_that_holds_a_change_keeps_the_variant_version() -> None:
+    seed = b"int f(int s) { while (s) s = s; return s; }\n"
+    variant = b"int f(int s) { while (s) s = s--; return s; }\n"
+    loop = seed.index(b"while")
+    body = b"s = s;"
+    end = seed.index(body) + len(body)
+    assert carried(seed, variant, [edits.Edit(loop, end, body)]) == variant.replace(
+        b"while (s) ", b""
+    )
+
+
 def test_an_insertion_where_the_variant_inserted_tokens_is_refused() -> None:
     seed, variant = b"int f(void) { a = 1; }\n", b"int f(void) { a = 1; b = 2; }\n"
     at = seed.index(b" }")  # between `;` and `}`, where the variant has `b = 2;`
