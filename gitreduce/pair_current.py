@@ -8,6 +8,7 @@ original way).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -42,8 +43,35 @@ def render(state: PairState) -> PairCandidate:
     return PairCandidate(state.seed_text(), state.variant_text(), measure(state), state)
 
 
+class Refusals:
+    """How often each program's test refused a candidate pair, so the likelier refusal is
+    asked first and a doomed pair costs one test, not two.
+
+    Which side breaks first depends on the bug: a crash that fires before any
+    error check keeps the variant bad through deletions that leave the seed no
+    longer compiling, so there the seed refuses far more often; elsewhere it
+    is the variant. Only the number of tests depends on the order, never a verdict.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.seed = 0
+        self.variant = 0
+
+    def seed_first(self) -> bool:
+        """Ties (no evidence yet) go to the variant, whose property is the rarer one."""
+        return self.seed > self.variant
+
+    def count(self, seed_refused: bool) -> None:
+        with self._lock:
+            if seed_refused:
+                self.seed += 1
+            else:
+                self.variant += 1
+
+
 class PairJudge:
-    """Both programs keep their property; the variant (the rarer one) is tested first."""
+    """Both programs keep their property; the one likelier to refuse is tested first."""
 
     def __init__(
         self,
@@ -52,12 +80,14 @@ class PairJudge:
         variant_ok: Callable[[Outcome], bool],
         precheck: Precheck | None,
         limit: Measure,
+        refusals: Refusals | None = None,
     ) -> None:
         self._engine = engine
         self._seed_ok = seed_ok
         self._variant_ok = variant_ok
         self._precheck = precheck
         self._limit = limit
+        self._refusals = refusals if refusals is not None else Refusals()
 
     def quick(self, candidate: PairCandidate) -> bool | None:
         engine = self._engine
@@ -83,9 +113,17 @@ class PairJudge:
 
     def full(self, candidate: PairCandidate) -> bool:
         engine = self._engine
-        return self._variant_ok(engine.outcome(candidate.variant)) and self._seed_ok(
-            engine.outcome(candidate.seed)
-        )
+        checks = [
+            (False, candidate.variant, self._variant_ok),
+            (True, candidate.seed, self._seed_ok),
+        ]
+        if self._refusals.seed_first():
+            checks.reverse()
+        for is_seed, text, ok in checks:
+            if not ok(engine.outcome(text)):
+                self._refusals.count(is_seed)
+                return False
+        return True
 
 
 class PairCurrent:
@@ -106,10 +144,11 @@ class PairCurrent:
         self.seed_ok = seed_ok
         self.variant_ok = variant_ok
         self._on_change = on_change
+        self.refusals = Refusals()
 
     def judge(self, limit: Measure) -> PairJudge:
         precheck = self.syntax.acceptable if self.syntax else None
-        return PairJudge(self.engine, self.seed_ok, self.variant_ok, precheck, limit)
+        return PairJudge(self.engine, self.seed_ok, self.variant_ok, precheck, limit, self.refusals)
 
     def adopt(self, state: PairState) -> None:
         """`state` is the new best pair (its programs already judged)."""

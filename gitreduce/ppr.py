@@ -21,11 +21,13 @@ from collections.abc import Callable, Sequence
 import tree_sitter
 
 from gitreduce.ddmin import Subset, ddmin
-from gitreduce.pair import SEED, VARIANT, PairState
-from gitreduce.pair_current import PairCurrent, measure
+from gitreduce.languages import Grammar
+from gitreduce.pair import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
+from gitreduce.pair_current import PairCandidate, PairCurrent, measure
 from gitreduce.reducer import reduce_program
 from gitreduce.seed_current import SeedCurrent
 from gitreduce.syntax import Syntax, leaves
+from gitreduce.treediff import Operation, TreeDiff, diff_trees
 
 
 def _remove_seed(state: PairState, indices: list[int]) -> PairState:
@@ -101,7 +103,7 @@ def _maximal_subtrees(tree: _Tree, wanted: Callable[[int], bool]) -> list[list[i
 
 def min_tdiff(current: PairCurrent) -> bool:
     """Algorithm 2: shrink the subtrees the seed alone has (under both properties), then
-    the subtrees the variant alone has. Undoing a replacement is MinLdiff's business."""
+    the subtrees the variant alone has, then undo Δ_T's replacements one by one."""
     syntax = current.syntax
     progress = False
     alignment = current.state.alignment
@@ -128,7 +130,41 @@ def min_tdiff(current: PairCurrent) -> bool:
         if side == VARIANT and alignment.variant_hunk[index] >= 0
     ]
     progress |= current.ddmin_deletions(variant_only, _remove_variant, try_empty=False)
+    if syntax is not None:
+        progress |= undo_replacements(current, syntax)
     return progress
+
+
+def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
+    """MinTdiff's last step: put the seed's version back for each replacement and update
+    of the tree difference Δ_T (GumTree), one at a time, wherever the variant stays bad.
+
+    Works on the texts, not on the token alignment: Δ_T may pair subtrees that
+    the token diff splits into several hunks, or the other way round.
+    """
+    progress = False
+    grammar = syntax.grammar
+    while True:
+        seed, variant = current.state.seed_text(), current.state.variant_text()
+        tree_diff = diff_trees(syntax.parse(seed).tree, seed, syntax.parse(variant).tree, variant)
+        operations = sorted(
+            [*tree_diff.updates, *tree_diff.replacements], key=lambda op: op.variant_span
+        )
+        seed_tokens = tokenize(seed, grammar)
+        candidates = (_undone(tree_diff, op, seed_tokens, grammar) for op in operations)
+        found = current.engine.first_judged(candidates, current.judge(measure(current.state)))
+        if found is None:
+            return progress
+        current.adopt(Alignment.of(seed, found[1].variant, grammar).full())
+        progress = True
+
+
+def _undone(
+    tree_diff: TreeDiff, operation: Operation, seed_tokens: TokenList, grammar: Grammar
+) -> PairCandidate:
+    variant = tree_diff.undo([operation])
+    pair = Alignment(seed_tokens, tokenize(variant, grammar)).full()
+    return PairCandidate(seed_tokens.text, variant, measure(pair))
 
 
 def min_ldiff(current: PairCurrent) -> bool:

@@ -16,8 +16,8 @@ from support import make_engine
 from gitreduce import edits, languages
 from gitreduce.outcome import Outcome, Verdict
 from gitreduce.pair import Alignment, tokenize
-from gitreduce.pair_current import PairCurrent
-from gitreduce.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair
+from gitreduce.pair_current import PairCandidate, PairCurrent
+from gitreduce.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
 from gitreduce.seed_current import SeedCurrent, VariantPatch
 from gitreduce.syntax import Syntax
 
@@ -171,6 +171,17 @@ def test_min_tdiff_drops_the_seed_only_and_variant_only_subtrees_the_bug_does_no
     assert current.state.diff_tokens() < before
 
 
+def test_undo_replacements_puts_back_the_seed_version_of_what_the_bug_does_not_need() -> None:
+    seed = b"int f(int x, int y) { y = x - 1; return g(y, 4); }\n"
+    variant = b"int f(int x, int y) { x = y--; return h(y, 5); }\n"
+    current = pair_current(seed, variant)
+    assert undo_replacements(current, Syntax(C, variant))
+    assert_properties_kept(current)
+    undone = flat(current.state.variant_text())
+    assert b"g(y,4)" in undone and b"=y--;" in undone, undone
+    assert current.state.seed_text() == seed
+
+
 def test_min_ldiff_keeps_only_the_hunks_the_bug_needs() -> None:
     current = pair_current()
     assert min_ldiff(current)
@@ -212,3 +223,30 @@ def test_reduce_pair_reaches_the_one_token_change() -> None:
     assert Alignment.of(seed, variant, C).diff_size == current.state.diff_tokens()
     assert current.state.diff_tokens() <= 4, (seed, variant)
     assert current.state.variant_tokens() <= 20, variant
+
+
+def test_the_side_that_refuses_more_often_is_tested_first() -> None:
+    """A seed that must compile refuses most deletions; once that shows, a doomed pair
+    costs one test (the seed's), not two."""
+    tested: list[bytes] = []
+
+    def bug(text: bytes) -> bool:
+        return b"x = y--" in text
+
+    engine = make_engine(bug, jobs=1, tested=tested)
+    seed, variant = b"int f() { x = y; }\n", b"int f() { x = y--; }\n"
+    state = Alignment.of(seed, variant, C).full()
+    current = PairCurrent(
+        state,
+        engine,
+        None,
+        lambda outcome: False,  # the seed never passes
+        lambda outcome: outcome.verdict is Verdict.BAD,
+    )
+    judge = current.judge((10**6, 10**6))
+    pairs = [PairCandidate(seed + b" " * n, variant + b" " * n, (0, n)) for n in range(1, 8)]
+    for pair in pairs:
+        assert judge.full(pair) is False
+    # the first pair asked the variant then the seed; after one seed refusal the seed leads
+    assert tested[:2] == [pairs[0].variant, pairs[0].seed]
+    assert tested[2:] == [pair.seed for pair in pairs[1:]]
