@@ -21,7 +21,8 @@ Everything here is deterministic and free of I/O: the test is a callback.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from functools import partial
+from typing import Literal, overload
 
 from gitreduce.pair import PairState
 
@@ -45,6 +46,29 @@ def _split(changes: Subset, parts: int) -> list[Subset]:
 
 
 Step = Callable[[Subset, Subset], None]
+
+
+class _Lazy(Sequence[Subset]):
+    """Candidates built when asked for: at fine granularity there are thousands, each as
+    long as the input, and a search usually stops at one of the first."""
+
+    def __init__(self, parts: list[Subset], make: Callable[[Subset], Subset]) -> None:
+        self._parts = parts
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    @overload
+    def __getitem__(self, index: int) -> Subset: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Subset]: ...
+
+    def __getitem__(self, index: int | slice) -> Subset | Sequence[Subset]:
+        if isinstance(index, slice):
+            return [self._make(part) for part in self._parts[index]]
+        return self._make(self._parts[index])
 
 
 def dd_search(
@@ -94,8 +118,8 @@ def dd_search(
             return c_pass, c_fail
         granularity = min(granularity, len(difference))
         parts = _split(difference, granularity)
-        grown = [union(c_pass, part) for part in parts]
-        shrunk = [minus(c_fail, part) for part in parts]
+        grown = _Lazy(parts, partial(union, c_pass))
+        shrunk = _Lazy(parts, partial(minus, c_fail))
         if (found := find_first(grown, "fail")) is not None:
             c_fail, granularity = grown[found], 2
         elif (found := find_first(shrunk, "pass")) is not None:
@@ -118,13 +142,15 @@ def dd(
     on_step: Step | None = None,
 ) -> tuple[Subset, Subset]:
     """dd with a plain one-candidate test; each distinct subset is tested once."""
-    verdicts: dict[Subset, Verdict] = {}
+    # keyed by (size, hash): subsets of a 25,000-token variant are 25,000 long each
+    verdicts: dict[tuple[int, int], Verdict] = {}
 
     def find_first(candidates: Sequence[Subset], wanted: Verdict) -> int | None:
         for position, candidate in enumerate(candidates):
-            verdict = verdicts.get(candidate)
+            key = (len(candidate), hash(candidate))
+            verdict = verdicts.get(key)
             if verdict is None:
-                verdict = verdicts[candidate] = test(candidate)
+                verdict = verdicts[key] = test(candidate)
             if verdict == wanted:
                 return position
         return None
