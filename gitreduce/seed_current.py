@@ -165,17 +165,16 @@ class SeedCurrent(Current):
 
     def _pair(self, candidate: bytes) -> PairCandidate:
         """The candidate seed with its patched variant (measure None: not derivable)."""
-        base = getattr(candidate, "base", None)
-        patch = self._patches.get(base) if base is not None else None
+        patch = self._patches.get(candidate.base) if isinstance(candidate, edits.Rendered) else None
         if patch is None:
             return PairCandidate(candidate, b"", None)
-        carried = patch.carry(candidate.edits)  # type: ignore[attr-defined]
+        carried = patch.carry(candidate.edits)
         if carried is None:
             return PairCandidate(candidate, b"", None)
         variant_edits, near_change = carried
         variant = bytes(edits.apply(patch.alignment.variant.text, variant_edits))
         seed = bytes(candidate)
-        diff = self.diff
+        diff = patch.alignment.diff_size  # the base's: candidates of a ddmin share an older base
         if near_change:
             grammar = self.grammar
             diff = Alignment(tokenize(seed, grammar), tokenize(variant, grammar)).diff_size
