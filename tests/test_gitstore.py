@@ -397,6 +397,121 @@ def test_kill_9_mid_flush_leaves_a_readable_ref_and_a_clean_repository(tmp_path)
     fsck_clean(repo_path)
 
 
+CHECKPOINTER = textwrap.dedent(
+    """
+    import sys, time, pygit2
+    from pathlib import Path
+    from gitreduce.gitstore import GitVerdictCache
+    from gitreduce.outcome import Outcome, Verdict
+    path, fingerprint, tag, count, go, seal_after, then = sys.argv[1:8]
+    cache = GitVerdictCache(pygit2.Repository(path), fingerprint, checkpoint_seconds=0.002,
+                            checkpoint_verdicts=4, seal_after=int(seal_after))
+    print("ready", flush=True)
+    while not Path(go).exists():
+        time.sleep(0.001)
+    for i in range(int(count)):
+        key = cache.remember(f"{tag} candidate {i}\\n".encode() * 40)
+        cache.put(key, Outcome(Verdict.BAD if i % 2 else Verdict.GOOD, i % 2, i / 1000))
+    if then == "hang":  # until killed: only the background checkpoints save anything
+        print("put", flush=True)
+        time.sleep(3600)
+    cache.close()
+    print("closed", cache.flushes, flush=True)
+    """
+)
+
+
+def start_checkpointer(
+    path: Path, tag: str, count: int, go: Path, *, seal_after: int, then: str
+) -> subprocess.Popen:
+    """A writer that only checkpoints in the background, as a reduction does."""
+    arguments = [str(path), FINGERPRINT, tag, str(count), str(go), str(seal_after), then]
+    process = subprocess.Popen(
+        [sys.executable, "-c", CHECKPOINTER, *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=git_env(),
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+def cache_history(path: Path) -> list[str]:
+    """Subjects of the cache ref's commits, newest first."""
+    log = git(path, "log", "--format=%s", CACHE_REF_PREFIX + FINGERPRINT).stdout
+    return log.splitlines()
+
+
+def loose_objects(path: Path) -> int:
+    return int(git(path, "count-objects").stdout.split()[0])
+
+
+def test_a_killed_writers_checkpoints_are_sealed_by_the_next_run(tmp_path):
+    """kill -9 leaves a chain of checkpoints; the next seal squashes it and packs its batches."""
+    repo_path = make_user_repo(tmp_path / "work")
+    go = tmp_path / "go"
+    go.touch()
+    writer = start_checkpointer(repo_path, "killed", 200, go, seal_after=10**6, then="hang")
+    assert writer.stdout is not None
+    assert writer.stdout.readline().strip() == "put"
+    deadline = time.monotonic() + 30
+    while quiet_cache(pygit2.Repository(str(repo_path))).loaded < 200:
+        assert time.monotonic() < deadline, "the checkpoints never saved every verdict"
+        time.sleep(0.01)
+    writer.send_signal(signal.SIGKILL)
+    writer.communicate()
+    fsck_clean(repo_path)
+    history = cache_history(repo_path)
+    assert len(history) > 1 and all(s.startswith("gitreduce cache checkpoint:") for s in history)
+    assert loose_objects(repo_path) > 200  # candidates and checkpoints, never packed
+
+    resumed = quiet_cache(pygit2.Repository(str(repo_path)))
+    assert resumed.loaded == 200
+    resumed.put(resumed.remember(b"after the kill"), outcome_for(0))
+    resumed.close()
+    fsck_clean(repo_path)
+    history = cache_history(repo_path)
+    assert len(history) == 1 and history[0].startswith("gitreduce cache:")  # squashed
+    objects = repo_path / ".git" / "objects"
+    for index in range(200):  # the killed run's candidates are packed now
+        key = writer_key("killed", index)
+        assert not (objects / key[:2] / key[2:]).exists()
+        assert git(repo_path, "cat-file", "-e", key, check=False).returncode == 0
+    git(repo_path, "gc", "--quiet", "--prune=now")
+    fsck_clean(repo_path)
+    assert loose_objects(repo_path) == 0
+    assert quiet_cache(pygit2.Repository(str(repo_path))).loaded == 201
+
+
+def test_concurrent_checkpointing_writers_seal_into_one_clean_history(tmp_path):
+    """Each seal deletes only its own checkpoints, while the other may be reading them."""
+    repo_path = make_user_repo(tmp_path / "work")
+    go = tmp_path / "go"
+    writers = [
+        start_checkpointer(repo_path, tag, 300, go, seal_after=8, then="close")
+        for tag in ("left", "right")
+    ]
+    go.touch()
+    for writer in writers:
+        out, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        assert out.startswith("closed"), out
+    fsck_clean(repo_path)
+    history = cache_history(repo_path)
+    assert not any(subject.startswith("gitreduce cache checkpoint") for subject in history)
+    cache = quiet_cache(pygit2.Repository(str(repo_path)))
+    assert cache.loaded == 600
+    for tag in ("left", "right"):
+        for index in range(300):
+            assert cache.get(writer_key(tag, index)) is not None, (tag, index)
+    cache.close()
+    git(repo_path, "gc", "--quiet", "--prune=now")
+    fsck_clean(repo_path)
+    assert quiet_cache(pygit2.Repository(str(repo_path))).loaded == 600
+
+
 def test_a_clone_that_fetches_refs_reduce_has_every_verdict(tmp_path):
     origin = make_user_repo(tmp_path / "origin")
     cache = quiet_cache(pygit2.Repository(str(origin)))
@@ -489,6 +604,45 @@ def test_two_thousand_near_identical_candidates_pack_small(bare):
     fsck_clean(store)
     again = quiet_cache(bare)
     assert again.loaded == len({blob_id(content) for content in candidates})
+
+
+def test_checkpoints_cost_no_more_than_saving_at_once(tmp_path):
+    """Bytes per verdict, without timing: 2,000 verdicts checkpointed at least every 10 (at
+    most 2,000 checkpoints) leave one sealed commit and one pack, no bigger than the same
+    verdicts saved by a single commit. Before: a commit, root tree and batch list per
+    checkpoint, kept, and their index entries were 80 % of the growth."""
+    candidates = [
+        content + f"/* {index} */\n".encode()
+        for index, content in enumerate(near_identical_candidates(2000, 4000, seed=3))
+    ]
+    growth: dict[bool, int] = {}
+    for checkpointed in (False, True):
+        repo = pygit2.init_repository(str(tmp_path / f"checkpointed-{checkpointed}"), bare=True)
+        options = {"checkpoint_seconds": 0.0, "checkpoint_verdicts": 1} if checkpointed else {}
+        cache = quiet_cache(repo, seal_after=10**6, **options)
+        for index, content in enumerate(candidates):
+            saved = cache.flushes
+            cache.put(cache.remember(content), outcome_for(index))
+            deadline = time.monotonic() + 30
+            while checkpointed and index % 10 == 9 and cache.flushes == saved:
+                assert time.monotonic() < deadline, "no background checkpoint"
+                time.sleep(0.0005)
+        cache.close()
+        path = Path(repo.path)
+        fsck_clean(path)
+        assert quiet_cache(repo).loaded == 2000
+        counts = git(path, "count-objects", "-v").stdout
+        assert "count: 0\n" in counts and "packs: 1\n" in counts, counts  # nothing loose
+        history = cache_history(path)
+        assert len(history) == 1 and history[0] == "gitreduce cache: 2000 verdict(s)"
+        growth[checkpointed] = sum(objects_size(path))
+        if checkpointed:
+            assert cache.flushes >= 200
+    print(
+        f"\n2000 verdicts of 4 KB candidates: {growth[False]} B at once, {growth[True]} B "
+        f"checkpointed ({growth[True] / 2000:.0f} B per verdict)"
+    )
+    assert growth[True] <= growth[False] * 1.02 + 2048
 
 
 def test_threads_and_background_checkpoints(bare):
