@@ -332,6 +332,81 @@ def test_usage_errors(workdir: Path, args: list[str], message: str) -> None:
     assert "Traceback" not in stderr
 
 
+@pytest.mark.parametrize("case", ["raises", "loops forever", "writes nothing"])
+def test_generator_failures_through_git_reduce(tmp_path: Path, case: str) -> None:
+    """The issue's three failures, as `git reduce generate` runs them: a separate process,
+    generator workers of its own; one line, exit 2, no hang and no process left behind."""
+    source, extra, message = FAILURES[case]
+    (tmp_path / "gen.py").write_text(source)
+    started = time.monotonic()
+    command = [sys.executable, "-c", "from gitreduce.cli import main; main()", "generate"]
+    process = subprocess.Popen(
+        [*command, "gen.py", "--seed", "1", "--test", "exit 1", *extra],
+        cwd=tmp_path,
+        env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert stderr.count("\n") == 1 and stderr.startswith("error: ") and message in stderr
+    assert time.monotonic() - started < 30
+    assert not processes_in(tmp_path)  # the generator workers went with the run
+
+
+def processes_in(directory: Path) -> list[int]:
+    """Processes whose working directory is `directory` (generator workers run there)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")) == directory:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_reexecutions_that_raise_or_hang_are_failed_candidates(workdir: Path) -> None:
+    """Reduced executions may fail in ways the original did not; the run goes on. ddmin's
+    first candidate keeps no item (the generator raises), its next keeps the second half of
+    the items, all without a 'c' (it loops forever)."""
+    write(
+        workdir / "gen.py",
+        """\
+        def generate(rng):
+            out = [rng.choice("abc") for _ in range(rng.randint(0, 8))]
+            if not out:
+                raise ValueError("nothing to say")
+            while "c" not in out:
+                pass
+            return "".join(out)
+        """,
+    )
+    seed = next(
+        s
+        for s in range(200)
+        if len(items(s)) >= 4 and "c" in items(s)[: len(items(s)) // 2] and items(s).count("c") == 1
+    )
+    code, stdout, stderr = invoke(
+        "gen.py", "--seed", str(seed), "--test", HAS_C, "-o", "out.txt", "--json", "-j", "2"
+    )
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert (workdir / "out.txt").read_bytes() == b"c"
+    failures = json.loads(stdout)["generator_failures"]
+    assert failures["the generator raised ValueError"] >= 1
+    assert failures["timed out"] >= 1
+
+
+def items(seed: int) -> list[str]:
+    """The generator's list at `seed` (running the generator itself might not end)."""
+    rng = random.Random(seed)
+    return [rng.choice("abc") for _ in range(rng.randint(0, 8))]
+
+
 # -- the shipped fixture, through a subprocess --------------------------------------------
 
 
@@ -387,3 +462,6 @@ def test_the_fixture_end_to_end(tmp_path: Path, strategy: str) -> None:
     assert summary["bytes_after"] * 5 < summary["bytes_before"]
     assert summary["tests_run"] < 100
     assert "int main(void)" in reduced.read_text()  # still a program the generator could write
+    # The smallest program gen_c.py writes with the bug has 42 tokens (a printf of the
+    # conditional expression); 47 is the same through a local. Hoisting gets there.
+    assert summary["tokens_after"] <= 47

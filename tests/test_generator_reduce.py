@@ -5,10 +5,12 @@ results are known."""
 from __future__ import annotations
 
 import random
+import re
 from string import ascii_lowercase
 
 import pytest
 
+from gitreduce.generator import reduce as reduce_module
 from gitreduce.generator.reduce import depths, reduce_in_process
 from gitreduce.generator.replay import Alignment, removable
 from gitreduce.generator.trace import execute
@@ -153,3 +155,65 @@ def test_results_are_deterministic() -> None:
     assert first.output == b"[!|!]"
     assert first.output == second.output
     assert first.tests == second.tests
+
+
+def arith(rng: random.Random, depth: int = 0) -> str:
+    if depth < 3 and rng.random() < 0.6:
+        return f"({arith(rng, depth + 1)}{rng.choice('+-*')}{arith(rng, depth + 1)})"
+    return str(rng.randint(0, 9))
+
+
+def arith_entry(rng: random.Random) -> str:
+    return arith(rng)
+
+
+ARITH_SEED = 14  # (8+((1*7)-(6-1))): the 7 is two compound expressions down
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_hoisting_reaches_a_leaf_deep_in_a_recursive_generator(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turning the guards of the compound expressions off gives leaves with digits drawn
+    afresh; only running the outer calls along the nested ones keeps the 7."""
+    assert arith_entry(random.Random(ARITH_SEED)) == "(8+((1*7)-(6-1)))"
+    result = reduce_in_process(
+        arith_entry, ARITH_SEED, lambda text: b"7" in text, strategy=strategy
+    )
+    assert result.output == b"7"
+    assert len(result.trace.decisions) == 2  # the guard that made it a leaf, the digit
+    assert result.tests <= 12
+    monkeypatch.setattr(reduce_module, "hoists", lambda trace: [])
+    without = reduce_in_process(
+        arith_entry, ARITH_SEED, lambda text: b"7" in text, strategy=strategy
+    )
+    assert len(without.output) > 1
+
+
+def shapes(rng: random.Random) -> str:
+    """Kinds chosen by value, not by a guard, and sizes: what simplification is for."""
+    items = []
+    for _ in range(rng.randint(1, 6)):
+        kind = rng.choice(["dot", "line", "square"])
+        items.append(kind if kind == "dot" else f"{kind}({rng.randint(1, 99)})")
+    return " ".join(items)
+
+
+SHAPES_SEED = next(
+    s
+    for s in range(1000)
+    if re.search(r"^line\(\d+\) .*square\(\d\d\)", shapes(random.Random(s)))
+    and shapes(random.Random(s)).count("square") == 1
+)
+
+
+def test_simplification_takes_the_first_alternative_and_the_smallest_number() -> None:
+    """Two items must stay, one of them a square: the other becomes the first kind (a dot),
+    the square's two-digit size the smallest its call allows (the size gate would keep a
+    one-digit size: the same length is not smaller)."""
+
+    def two_with_a_square(text: bytes) -> bool:
+        return b"square" in text and len(text.split()) >= 2
+
+    result = reduce_in_process(shapes, SHAPES_SEED, two_with_a_square)
+    assert result.output == b"dot square(1)"

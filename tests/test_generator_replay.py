@@ -16,13 +16,19 @@ import pytest
 
 from gitreduce.generator.replay import (
     Alignment,
+    Hoist,
     Replayed,
+    Simplify,
+    Unit,
     canonical,
     derive,
     feasible,
+    hoists,
     off_values,
     removable,
     replay,
+    simplest,
+    simplifiable,
 )
 from gitreduce.generator.trace import Pick, Trace, execute
 
@@ -71,7 +77,7 @@ def record(entry: Callable[..., Any], seed: int) -> Trace:
 
 
 def again(
-    entry: Callable[..., Any], base: Trace, removed: set[int], alignment: Alignment, seed: int
+    entry: Callable[..., Any], base: Trace, removed: set[Unit], alignment: Alignment, seed: int
 ) -> Replayed:
     return replay(lambda: entry, base, frozenset(removed), alignment, seed)
 
@@ -204,3 +210,98 @@ def test_canonical_drops_parts_inside_removed_parts() -> None:
     inner = [u for u in units if u not in outer]
     inside = next(u for u in inner if outer[0] in base.ancestors(u))
     assert canonical(base, frozenset({outer[0], inside})) == {outer[0]}
+
+
+# -- beyond removals: hoisting a nested call, simplifying a value ---------------------------
+
+
+def arith(rng: random.Random, depth: int = 0) -> str:
+    """Binary trees over digits; below depth 3 a leaf asks for no guard at all."""
+    if depth < 3 and rng.random() < 0.6:
+        return f"({arith(rng, depth + 1)}{rng.choice('+-*')}{arith(rng, depth + 1)})"
+    return str(rng.randint(0, 9))
+
+
+def arith_entry(rng: random.Random) -> str:
+    return arith(rng)
+
+
+def tree(rng: random.Random) -> str:
+    """Nodes with 0-2 children built in a list comprehension: a loop between two calls."""
+    kids = [tree(rng) for _ in range(rng.randint(0, 2))]
+    return rng.choice("abc") + (f"[{','.join(kids)}]" if kids else "")
+
+
+def tree_entry(rng: random.Random) -> str:
+    return tree(rng)
+
+
+def children(text: str) -> list[str]:
+    """The subtrees of a root `x[...]` as text."""
+    found, depth, start = [], 0, 2
+    for at, char in enumerate(text[2:-1], 2):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            found.append(text[start:at])
+            start = at + 1
+    return [*found, text[start:-1]]
+
+
+def test_calls_are_recorded_with_their_nesting() -> None:
+    base = record(arith_entry, 7)
+    calls = [call for call in base.calls if call.code[1] == "arith"]
+    root = calls[0]
+    assert base.calls[root.parent].code[1] == "arith_entry"
+    assert (root.first, root.last) == (0, len(base.decisions))
+    for call in calls[1:]:
+        parent = base.calls[call.parent]
+        assert parent.code[1] == "arith" and call.depth == parent.depth + 1
+        assert parent.first <= call.first <= call.last <= parent.last
+
+
+def test_hoisting_runs_the_outer_call_along_a_nested_one() -> None:
+    seed = next(s for s in range(200) if len(children(record(tree_entry, s).output.decode())) == 2)
+    base = record(tree_entry, seed)
+    root = next(call for call in base.calls if call.code[1] == "tree")
+    expected = children(base.output.decode())
+    pairs = [hoist for hoist in hoists(base) if hoist.outer == root.id]
+    assert len(pairs) == 2  # each child, through the list comprehension's loop
+    replayed = [again(tree_entry, base, {hoist}, Alignment.HALT, seed) for hoist in pairs]
+    assert sorted(r.trace.output.decode() for r in replayed if r.trace) == sorted(expected)
+
+
+def test_a_decision_nobody_asked_for_turns_its_guard_off() -> None:
+    """Hoisted from depth 3 to 0, a leaf meets `rng.random() < 0.6` that it never asked
+    at depth 3: re-align answers with a value that skipped that guard elsewhere, so the
+    leaf stays a leaf instead of growing a random subtree."""
+    seed = next(s for s in range(200) if record(arith_entry, s).output.count(b"(") >= 3)
+    base = record(arith_entry, seed)
+    deepest = max(base.calls, key=lambda call: call.depth)
+    root = next(call for call in base.calls if call.code[1] == "arith")
+    assert deepest.last - deepest.first == 1  # the leaf's digit only
+    digit = base.decisions[deepest.first].value
+    result = again(arith_entry, base, {Hoist(root.id, deepest.id)}, Alignment.REALIGN, seed)
+    assert result.trace is not None and result.trace.output == str(digit).encode()
+    assert result.misaligned == 1
+
+
+def test_simplest_values() -> None:
+    def entry(rng: random.Random) -> str:
+        return " ".join(
+            [
+                rng.choice(["leaf", "pair", "list"]),
+                str(rng.randint(3, 9)),
+                str(rng.randrange(-5, 5)),
+                rng.choice(range(2, 7)).__str__(),
+                f"{rng.uniform(-1.0, 1.0):.1f}",
+            ]
+        )
+
+    seed = next(s for s in range(100) if len(simplifiable(record(entry, s))) == 5)
+    base = record(entry, seed)
+    units = simplifiable(base)
+    assert units == [Simplify(index) for index in range(5)]
+    result = again(entry, base, set(units), Alignment.HALT, seed)
+    assert result.trace is not None and result.trace.output == b"leaf 3 0 2 0.0"
+    assert simplifiable(result.trace) == []
+    assert simplest("random", 0.5, None) is None  # nothing known to be simpler

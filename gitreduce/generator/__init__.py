@@ -12,7 +12,8 @@ keeps every candidate an input the generator itself could have made.
   bypass and re-align strategies for decisions that cannot be aligned, and
   the worker loop that runs generators in a subprocess;
 - reduce.py: which iterations and blocks to remove, tree-based (HDD) or
-  sequence-based (ddmin);
+  sequence-based (ddmin), then which calls to hoist and which decisions to
+  simplify;
 - session.py: workers, oracle, engine, verdict cache and result recording;
 - cli.py: `git reduce generate`.
 

@@ -1,4 +1,4 @@
-"""Trace reduction: choosing which iterations and blocks of a trace to label removed.
+"""Trace reduction: which iterations and blocks to remove, calls to hoist, values to simplify.
 
 The reducible parts of a trace (the iterations of a loop whose count is a
 decision, the block a random guard let run; see trace.py) nest: a statement
@@ -11,11 +11,24 @@ loop inside a function loop inside a program. Two searches, as in the paper:
 - sequence-based: one ddmin over all parts in trace order, nesting ignored
   (removing a part also removes what it contains), repeated until stable.
 
-Each candidate is "the base trace with these parts removed"; the searcher
-re-executes it and answers which candidate of a batch was the first to stay
-interesting. Within one ddmin run the base stays fixed, so ddmin's subsets
-keep meaning the same parts; between runs the base moves to the trace of the
-best re-execution, whose parts are what the next run works on.
+Either way, each round then goes beyond the paper's two patterns, on the
+trace that is left (so they cost few tests):
+
+- hoisting: a call of a recursive generator function replays along the
+  decisions of a nested call of the same function, so `(a | (b ? c : d))`
+  can become `(b ? c : d)` and an `if` statement the statement in its body;
+  the candidates are tried one by one, the largest first, until none is
+  interesting;
+- simplification: ddmin over the remaining decisions that are neither counts
+  nor guards, a decision "removed" meaning it takes its simplest value (the
+  first alternative of a choice, the number nearest 0). The size gate keeps
+  only what makes the input smaller.
+
+Each candidate is "the base trace with these edits"; the searcher re-executes
+it and answers which candidate of a batch was the first to stay interesting.
+Within one ddmin run the base stays fixed, so ddmin's subsets keep meaning the
+same parts; between runs the base moves to the trace of the best
+re-execution, whose parts are what the next run works on.
 """
 
 from __future__ import annotations
@@ -25,7 +38,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gitreduce.ddmin import ddmin
-from gitreduce.generator.replay import Alignment, canonical, removable, replay
+from gitreduce.generator.replay import (
+    Alignment,
+    Edits,
+    Unit,
+    canonical,
+    hoists,
+    removable,
+    replay,
+    simplifiable,
+)
 from gitreduce.generator.trace import ROOT, Trace, execute
 
 Strategy = Literal["tree", "sequence"]
@@ -38,8 +60,8 @@ class Searcher(Protocol):
     @property
     def current(self) -> Trace: ...
 
-    def first_success(self, base: Trace, removals: Sequence[frozenset[int]]) -> int | None:
-        """Index of the first removal set whose re-execution is interesting (and smaller);
+    def first_success(self, base: Trace, removals: Sequence[Edits]) -> int | None:
+        """Index of the first set of edits whose re-execution is interesting (and smaller);
         `current` becomes that re-execution's trace. None if no candidate is."""
         ...
 
@@ -61,17 +83,19 @@ def depths(trace: Trace) -> dict[int, int]:
 
 
 def reduce_trace(searcher: Searcher, strategy: Strategy, *, max_rounds: int = MAX_ROUNDS) -> None:
-    """Shrink `searcher.current` until a whole sweep of `strategy` removes nothing."""
+    """Shrink `searcher.current` until a round (removals by `strategy`, hoists,
+    simplifications) changes nothing."""
     if strategy == "tree":
-        _tree(searcher, max_rounds)
+        _rounds(searcher, _tree, max_rounds)
     elif strategy == "sequence":
-        _sequence(searcher, max_rounds)
+        _rounds(searcher, _sequence, max_rounds)
     else:
         raise ValueError(f"unknown strategy {strategy!r}")
 
 
-def _ddmin_parts(searcher: Searcher, base: Trace, units: list[int]) -> bool:
-    """ddmin over `units` of `base`; True if any part went."""
+def _ddmin_parts(searcher: Searcher, base: Trace, units: Sequence[Unit]) -> bool:
+    """ddmin over `units` of `base`, a unit left out of the kept subset being applied; True if
+    any was."""
 
     def first_success(subsets: Sequence[tuple[int, ...]]) -> int | None:
         removals = []
@@ -84,28 +108,54 @@ def _ddmin_parts(searcher: Searcher, base: Trace, units: list[int]) -> bool:
     return len(kept) < len(units)
 
 
-def _tree(searcher: Searcher, max_rounds: int) -> None:
+def _rounds(searcher: Searcher, structure: Callable[[Searcher], bool], max_rounds: int) -> None:
+    """Removals and hoists until neither changes anything, then simplification; another
+    round only if simplifying changed the shape of the execution (fewer decisions): new
+    values alone open no new removals, and re-testing them would cost tests for nothing."""
     for _ in range(max_rounds):
-        progress = False
-        level = 0
-        while True:
-            base = searcher.current
-            by_depth = depths(base)
-            units = [unit for unit in removable(base) if by_depth[unit] == level]
-            if not units:
-                break  # nothing at this depth means nothing deeper either
-            progress |= _ddmin_parts(searcher, base, units)
-            level += 1
-        if not progress:
+        progress = structure(searcher)
+        progress |= _hoist(searcher)
+        if progress:
+            continue
+        before = len(searcher.current.decisions)
+        if not _simplify(searcher) or len(searcher.current.decisions) == before:
             return
 
 
-def _sequence(searcher: Searcher, max_rounds: int) -> None:
-    for _ in range(max_rounds):
+def _tree(searcher: Searcher) -> bool:
+    progress = False
+    level = 0
+    while True:
         base = searcher.current
-        units = removable(base)
-        if not units or not _ddmin_parts(searcher, base, units):
-            return
+        by_depth = depths(base)
+        units = [unit for unit in removable(base) if by_depth[unit] == level]
+        if not units:
+            return progress  # nothing at this depth means nothing deeper either
+        progress |= _ddmin_parts(searcher, base, units)
+        level += 1
+
+
+def _sequence(searcher: Searcher) -> bool:
+    base = searcher.current
+    units = removable(base)
+    return bool(units) and _ddmin_parts(searcher, base, units)
+
+
+def _hoist(searcher: Searcher) -> bool:
+    """One hoist at a time, the first interesting one of the base's candidates, until none is."""
+    progress = False
+    while True:
+        base = searcher.current
+        candidates = [frozenset({hoist}) for hoist in hoists(base)]
+        if not candidates or searcher.first_success(base, candidates) is None:
+            return progress
+        progress = True
+
+
+def _simplify(searcher: Searcher) -> bool:
+    base = searcher.current
+    units = simplifiable(base)
+    return bool(units) and _ddmin_parts(searcher, base, units)
 
 
 # -- in-process reduction ---------------------------------------------------------------
@@ -144,14 +194,14 @@ class LocalSearcher:
         self._alignment = alignment
         self._best = original
         self._verdicts: dict[bytes, bool] = {}
-        self._seen: set[tuple[int, frozenset[int]]] = set()
+        self._seen: set[tuple[int, Edits]] = set()
         self.result = LocalResult(original.output, original, original, runs=1)
 
     @property
     def current(self) -> Trace:
         return self._best
 
-    def first_success(self, base: Trace, removals: Sequence[frozenset[int]]) -> int | None:
+    def first_success(self, base: Trace, removals: Sequence[Edits]) -> int | None:
         for index, removed in enumerate(removals):
             key = (id(base), canonical(base, removed))
             if key in self._seen:

@@ -8,6 +8,11 @@ that decision's value (Dec(O') = Dec(O)), except that a loop's count becomes
 the number of kept iterations and a removed block's guard gets a value that
 skips it.
 
+Two more edits go beyond the paper: a hoisted call (the decisions of an
+outer call replaced by those of a nested call of the same function, their
+call stacks and iteration numbers shortened to match) and a simplified
+decision (its value replaced by the simplest its call allows).
+
 Alignment can be infeasible: the generator goes down another path (the
 paper's Case 1) or the recorded value is no longer possible (Case 2, a choice
 among variables one of which was removed). The three strategies differ there:
@@ -17,9 +22,11 @@ among variables one of which was removed). The three strategies differ there:
   that could not be aligned, and start over (it only ever removes more, so it
   ends);
 - re-align (default): take an arbitrary feasible value for the misaligned
-  decision (the nearest one for numbers, the same position for a choice) and
-  align later decisions with the first kept decision of the same Prog and
-  execution index, skipping what lies between.
+  decision (the nearest one for numbers, the most similar element for a
+  choice; for a decision with no counterpart at all, a value that turns its
+  guard off if its call guards a block elsewhere in the trace, else a random
+  draw) and align later decisions with the first kept decision of the same
+  Prog and execution index, skipping what lies between.
 
 This module also holds the worker loop that runs generators in a subprocess
 for the session, because that process only ever records and replays.
@@ -38,7 +45,7 @@ import types
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import IO, Any
@@ -46,6 +53,7 @@ from typing import IO, Any
 from gitreduce.generator.trace import (
     ROOT,
     Domain,
+    Frame,
     GeneratorFailed,
     Infeasible,
     Pick,
@@ -79,6 +87,38 @@ class Bypass(BaseException):
 
 
 @dataclass(frozen=True, slots=True)
+class Hoist:
+    """Run call `outer` along the decisions of `inner`, a nested call of the same function.
+
+    Removing iterations and blocks cannot shrink `(a | (b ? c : d))` to `c`:
+    with the guard of the compound expression off, the leaf that takes its
+    place is decided afresh. Hoisting replays the outer call with the nested
+    call's decisions, so the outer part becomes the nested one (Perses's
+    replacement of a node by a compatible descendant, on the generator's
+    call tree): the generator still builds the part, so it stays valid.
+    """
+
+    outer: int
+    inner: int
+
+
+@dataclass(frozen=True, slots=True)
+class Simplify:
+    """Give decision `decision` the simplest value its call allows: the first element of a
+    choice, the number nearest 0. A selection made by value (`kind = choice(KINDS)`) is no
+    guard, yet its first alternative is often the smallest."""
+
+    decision: int
+
+
+# A reduced trace is the base trace with edits: region ids (ints) labelled removed,
+# hoisted calls and simplified decisions.
+Unit = int | Hoist | Simplify
+Edits = frozenset[Unit]
+CallSite = tuple[str, Frame | None]  # API and innermost frame: the same call in the code
+
+
+@dataclass(frozen=True, slots=True)
 class Expected:
     """One kept decision of a reduced trace: where it must happen and what it must return."""
 
@@ -91,7 +131,16 @@ class Expected:
 
 @dataclass(frozen=True)
 class Plan:
+    """The decisions a re-execution must follow, and per guarding call in the code a value
+    that turns its guard off (for decisions re-align finds no counterpart for)."""
+
     expected: tuple[Expected, ...]
+    skips: dict[CallSite, Any] = field(default_factory=dict)
+
+
+def _call_site(site: Site) -> CallSite:
+    """The call in the code a decision was made at, whatever the calls around it."""
+    return (site[0], site[1][-1] if site[1] else None)
 
 
 # -- reduced traces ---------------------------------------------------------------------
@@ -116,34 +165,169 @@ def removable(trace: Trace) -> list[int]:
     return units
 
 
-def closure(trace: Trace, removed: frozenset[int]) -> list[bool]:
-    """Per region: gone, because it or a region around it is removed."""
+def hoists(trace: Trace) -> list[Hoist]:
+    """Every call paired with each nearest nested call of the same function, the pairs that
+    drop the most decisions first.
+
+    Generator functions (which suspend) are left out: their decisions need not
+    be contiguous. A pair whose calls make the same decisions would change nothing.
+    """
+    calls = trace.calls
+    found: list[Hoist] = []
+    for call in calls:
+        if call.suspends:
+            continue
+        outer = call.parent
+        while outer != ROOT and calls[outer].code != call.code:
+            outer = calls[outer].parent
+        if outer == ROOT or calls[outer].suspends:
+            continue
+        if calls[outer].last - calls[outer].first > call.last - call.first:
+            found.append(Hoist(outer, call.id))
+
+    def dropped(hoist: Hoist) -> tuple[int, int, int]:
+        outer, inner = calls[hoist.outer], calls[hoist.inner]
+        return (-(outer.last - outer.first - inner.last + inner.first), outer.first, inner.first)
+
+    return sorted(found, key=dropped)
+
+
+def simplifiable(trace: Trace) -> list[Simplify]:
+    """Decisions that are neither a loop count nor a guard and whose value is not yet the
+    simplest, in trace order."""
+    counts = trace.counts()
+    return [
+        Simplify(index)
+        for index, decision in enumerate(trace.decisions)
+        if index not in counts
+        and index not in trace.guards
+        and simplest(decision.api, decision.value, decision.domain) is not None
+    ]
+
+
+def simplest(api: str, value: Any, domain: Domain | None) -> Any:
+    """The simplest value the call that made `value` allows (its portable form): the first
+    element of a choice, else the number nearest 0. None when `value` is it already, or
+    when the call has no simplest value (shuffles, samples, bytes, unbounded floats)."""
+    if domain is None:
+        return None
+    if api == "choice" and isinstance(value, Pick):
+        if domain.kind == "values" and domain.values:
+            first = domain.values[0]
+            if value.plain and type(value.value) is type(first) and value.value == first:
+                return None
+            return Pick(-1, first, plain=True)
+        if domain.kind == "int":
+            low = _nearest_zero(domain.low, domain.high)
+            return None if value.plain and value.value == low else Pick(-1, low, plain=True)
+        if domain.kind == "size" and value.index != 0:
+            return Pick(0)
+        return None
+    if api in ("randint", "randrange", "getrandbits") and domain.kind == "int":
+        low = _nearest_zero(domain.low, domain.high)
+        return None if value == low else low
+    if api in ("random", "uniform", "triangular") and domain.kind == "float":
+        low = float(_nearest_zero(domain.low, domain.high))
+        return None if value == low else low
+    return None
+
+
+def _nearest_zero(low: Any, high: Any) -> Any:
+    return low if low > 0 else high if high < 0 else type(low)(0)
+
+
+@dataclass
+class _Labels:
+    """Which regions and decisions of a trace a set of edits keeps.
+
+    A region is gone when it or a region around it is removed, or when a hoist
+    drops the part of the outer call it belongs to. The regions of the outer
+    call that lead to the inner call are elided: they stay, transparently, so
+    that what the inner call opened keeps its place.
+    """
+
+    gone: list[bool]
+    elided: list[bool]
+    hoisted: list[Hoist]  # in force, the deepest outer call first
+
+
+def _labels(trace: Trace, edits: Edits) -> _Labels:
+    calls = trace.calls
+    hoisted = sorted(
+        (unit for unit in edits if isinstance(unit, Hoist)),
+        key=lambda hoist: -calls[hoist.outer].depth,
+    )
+    chains = [set(trace.ancestors(calls[hoist.inner].region)) for hoist in hoisted]
     gone = [False] * len(trace.regions)
+    elided = [False] * len(trace.regions)
     for region in trace.regions:  # a parent always has a smaller id than its children
-        gone[region.id] = region.id in removed or (region.parent != ROOT and gone[region.parent])
-    return gone
+        if region.parent != ROOT and gone[region.parent]:
+            gone[region.id] = True
+            continue
+        for hoist, chain in zip(hoisted, chains, strict=True):
+            if _dropped_call(trace, hoist, region.call):
+                if region.id in chain:
+                    elided[region.id] = True
+                else:
+                    gone[region.id] = True
+                break
+        else:
+            gone[region.id] = region.id in edits
+    return _Labels(gone, elided, hoisted)
 
 
-def canonical(trace: Trace, removed: frozenset[int]) -> frozenset[int]:
+def _within(trace: Trace, call: int, outer: int) -> bool:
+    """Whether `call` is `outer` or was made, directly or not, while `outer` ran."""
+    while call != ROOT and call >= outer:
+        if call == outer:
+            return True
+        call = trace.calls[call].parent
+    return False
+
+
+def _dropped_call(trace: Trace, hoist: Hoist, call: int) -> bool:
+    return _within(trace, call, hoist.outer) and not _within(trace, call, hoist.inner)
+
+
+def _dropped_decision(trace: Trace, hoist: Hoist, index: int) -> bool:
+    outer, inner = trace.calls[hoist.outer], trace.calls[hoist.inner]
+    return outer.first <= index < outer.last and not inner.first <= index < inner.last
+
+
+def canonical(trace: Trace, removed: Edits) -> Edits:
     """`removed` without regions that a removed region already contains: equal plans, equal keys."""
     return frozenset(
         unit
         for unit in removed
-        if not any(ancestor in removed for ancestor in trace.ancestors(trace.regions[unit].parent))
+        if not isinstance(unit, int)
+        or not any(ancestor in removed for ancestor in trace.ancestors(trace.regions[unit].parent))
     )
 
 
-def feasible(trace: Trace, removed: frozenset[int]) -> bool:
-    """Whether every loop keeps a count its call could have returned: the cheap part of
-    `derive`, for rejecting a candidate without running the generator."""
-    gone = closure(trace, removed)
+def _kept_counts(trace: Trace, labels: _Labels) -> dict[int, int]:
+    """Per loop, the iterations a labelling keeps."""
     kept: dict[int, int] = {}
     for region in trace.regions:
-        if region.kind == "iteration" and not gone[region.id]:
+        if region.kind == "iteration" and not (labels.gone[region.id] or labels.elided[region.id]):
             kept[region.parent] = kept.get(region.parent, 0) + 1
+    return kept
+
+
+def _count_stays(labels: _Labels, loop: int) -> bool:
+    """Whether a loop's count decision keeps its recorded value: its iterations are not
+    counted when the loop is gone, or elided by a hoist (the count, made outside the
+    dropped part, is then the caller's business)."""
+    return labels.gone[loop] or labels.elided[loop]
+
+
+def feasible(trace: Trace, removed: Edits) -> bool:
+    """Whether every loop keeps a count its call could have returned: the cheap part of
+    `derive`, for rejecting a candidate without running the generator."""
+    labels = _labels(trace, removed)
+    kept = _kept_counts(trace, labels)
     for index, loop in trace.counts().items():
         decision = trace.decisions[index]
-        if gone[loop] or (decision.region != ROOT and gone[decision.region]):
+        if _count_stays(labels, loop) or (decision.region != ROOT and labels.gone[decision.region]):
             continue
         count = kept.get(loop, 0)
         if count != plain_int(decision.api, decision.value) and not _allows(decision.domain, count):
@@ -151,38 +335,43 @@ def feasible(trace: Trace, removed: frozenset[int]) -> bool:
     return True
 
 
-def derive(trace: Trace, removed: frozenset[int]) -> Plan | None:
-    """The kept decisions of `trace` with `removed` labelled, or None when the labelling
-    cannot be aligned at all (a count below what its call allows)."""
+def derive(trace: Trace, removed: Edits) -> Plan | None:
+    """The kept decisions of `trace` with `removed` applied, or None when the edits cannot
+    be aligned at all (a count below what its call allows)."""
     regions = trace.regions
-    gone = closure(trace, removed)
+    labels = _labels(trace, removed)
+    gone, elided = labels.gone, labels.elided
     units = set(removable(trace))
-    kept: dict[int, int] = {}
+    kept = _kept_counts(trace, labels)
     ordinal: dict[int, int] = {}
     paths: list[tuple[int, ...]] = []
     unit_of: list[int | None] = []
     for region in regions:
         parent_path = paths[region.parent] if region.parent != ROOT else ()
         parent_unit = unit_of[region.parent] if region.parent != ROOT else None
-        if region.kind == "iteration" and not gone[region.id]:
-            kept[region.parent] = kept.get(region.parent, 0) + 1
-            ordinal[region.id] = kept[region.parent]
-            paths.append((*parent_path, ordinal[region.id]))
+        if region.kind == "iteration" and not gone[region.id] and not elided[region.id]:
+            ordinal[region.parent] = ordinal.get(region.parent, 0) + 1
+            paths.append((*parent_path, ordinal[region.parent]))
         else:
             paths.append(parent_path)
-        unit_of.append(region.id if region.id in units else parent_unit)
+        own = region.id in units and not elided[region.id]
+        unit_of.append(region.id if own else parent_unit)
     counts = trace.counts()
     blocks = trace.blocks()
     offs = off_values(trace)
+    simplified = {unit.decision for unit in removed if isinstance(unit, Simplify)}
+    calls = trace.calls
     expected: list[Expected] = []
     for index, decision in enumerate(trace.decisions):
         region = decision.region
         if region != ROOT and gone[region]:
             continue
+        if any(_dropped_decision(trace, hoist, index) for hoist in labels.hoisted):
+            continue
         value = decision.value
         taken = trace.guards.get(index)
         loop = counts.get(index)
-        if loop is not None:
+        if loop is not None and not _count_stays(labels, loop):
             count = kept.get(loop, 0)
             if count != plain_int(decision.api, value):
                 if not _allows(decision.domain, count):
@@ -193,16 +382,39 @@ def derive(trace: Trace, removed: frozenset[int]) -> Plan | None:
             if index not in offs:
                 return None
             value, taken = offs[index], False
+        if index in simplified and loop is None and taken is None:
+            value = simplest(decision.api, value, decision.domain)
+            if value is None:
+                value = decision.value
+        site = decision.site
+        for hoist in labels.hoisted:
+            outer, inner = calls[hoist.outer], calls[hoist.inner]
+            if inner.first <= index < inner.last:
+                site = (site[0], site[1][: outer.depth] + site[1][inner.depth :])
         expected.append(
             Expected(
-                decision.site,
+                site,
                 paths[region] if region != ROOT else (),
                 value,
                 taken,
                 unit_of[region] if region != ROOT else None,
             )
         )
-    return Plan(tuple(expected))
+    return Plan(tuple(expected), _skips(trace))
+
+
+def _skips(trace: Trace) -> dict[CallSite, Any]:
+    """Per call in the code that guards a block somewhere in the trace, a value that skipped
+    the block there (or would have)."""
+    skips: dict[CallSite, Any] = {}
+    offs = off_values(trace)
+    for index, taken in trace.guards.items():
+        key = _call_site(trace.decisions[index].site)
+        if not taken:
+            skips[key] = trace.decisions[index].value
+        elif key not in skips and index in offs:
+            skips[key] = offs[index]
+    return skips
 
 
 def _allows(domain: Domain | None, count: int) -> bool:
@@ -285,6 +497,7 @@ class Aligner:
 
     def __init__(self, plan: Plan, alignment: Alignment) -> None:
         self.expected = plan.expected
+        self.plan = plan
         self.alignment = alignment
         self.pointer = 0
         self.misaligned = 0
@@ -310,7 +523,7 @@ class Aligner:
         self._position += 1
         found = self._match(site, path)
         if found is None:
-            return self._misaligned(draw)
+            return self._misaligned(site, draw, force)
         try:
             value = force(found.value)
         except Infeasible:
@@ -362,13 +575,21 @@ class Aligner:
         self.pointer = positions[at] + 1  # what lies between is skipped: re-aligned
         return self.expected[positions[at]]
 
-    def _misaligned(self, draw: Callable[[], Any]) -> Any:
+    def _misaligned(self, site: Site, draw: Callable[[], Any], force: Callable[[Any], Any]) -> Any:
         self.misaligned += 1
         if self.alignment is Alignment.HALT:
             raise Halt
         if self.alignment is Alignment.BYPASS:
             unit = self.expected[self.pointer].unit if self.pointer < len(self.expected) else None
             raise Bypass(unit)
+        # Nobody asked for this decision: re-align may take any value. A guard is turned
+        # off, so the part it starts does not grow a block nobody asked for; anything else
+        # is drawn. (Its simplest value would be no better a guess: the alternative that
+        # mattered is as likely the second as the first.)
+        skip = self.plan.skips.get(_call_site(site))
+        if skip is not None:
+            with contextlib.suppress(Infeasible):
+                return force(skip)
         return draw()
 
     def _nearest(
@@ -406,7 +627,7 @@ class Replayed:
     """What one re-execution of a reduced trace gave: a trace, or why there is none."""
 
     trace: Trace | None
-    removed: frozenset[int]  # what was removed in the end (bypass may add to the request)
+    removed: Edits  # the edits in the end (bypass may add regions to the request)
     misaligned: int = 0
     runs: int = 1
     failure: str | None = None
@@ -415,12 +636,12 @@ class Replayed:
 def replay(
     factory: Callable[[], Callable[..., Any]],
     base: Trace,
-    removed: frozenset[int],
+    removed: Edits,
     alignment: Alignment,
     seed: int,
 ) -> Replayed:
-    """Re-execute the generator along `base` with `removed` labelled, under `alignment`."""
-    labels = set(removed)
+    """Re-execute the generator along `base` with the edits `removed`, under `alignment`."""
+    labels: set[Unit] = set(removed)
     runs = 0
     misaligned = 0
     while True:

@@ -34,6 +34,7 @@ from gitreduce.errors import UserError
 from gitreduce.generator.reduce import Strategy, reduce_trace
 from gitreduce.generator.replay import (
     Alignment,
+    Edits,
     Replayed,
     TargetSpec,
     canonical,
@@ -368,7 +369,7 @@ class GeneratorPool:
         self,
         base_id: int,
         base: Trace,
-        removed: frozenset[int],
+        removed: Edits,
         alignment: Alignment,
         seed: int,
         timeout: float,
@@ -421,7 +422,7 @@ class _Searcher:
         self._progress = progress
         self._best = original
         self.lock = threading.Lock()
-        self.memo: dict[tuple[int, frozenset[int]], tuple[bool, Trace | None]] = {}
+        self.memo: dict[tuple[int, Edits], tuple[bool, Trace | None]] = {}
         self._bases: dict[int, tuple[int, Trace]] = {}
         self.runs = 0
         self.failures: dict[str, int] = {}
@@ -438,7 +439,7 @@ class _Searcher:
             self._bases[id(base)] = found  # holding the trace keeps its id unique
         return found[0]
 
-    def first_success(self, base: Trace, removals: Sequence[frozenset[int]]) -> int | None:
+    def first_success(self, base: Trace, removals: Sequence[Edits]) -> int | None:
         base_id = self.base_id(base)
         judge = _Judge(self, base, base_id, len(self._best.output), len(removals))
         found = self.engine.first_judged(list(enumerate(removals)), judge)
@@ -478,7 +479,7 @@ class _Judge:
         self._replayed = [threading.Event() for _ in range(size)]
         self._interesting = [False] * size  # known before any test of its own
 
-    def _key(self, removed: frozenset[int]) -> tuple[int, frozenset[int]]:
+    def _key(self, removed: Edits) -> tuple[int, Edits]:
         return (self._base_id, canonical(self._base, removed))
 
     def _settle(self, index: int, interesting: bool) -> bool:
@@ -493,7 +494,7 @@ class _Judge:
             event.wait()
         return any(self._interesting[:index])
 
-    def quick(self, candidate: tuple[int, frozenset[int]]) -> bool | None:
+    def quick(self, candidate: tuple[int, Edits]) -> bool | None:
         index, removed = candidate
         searcher = self._searcher
         key = self._key(removed)
@@ -516,14 +517,14 @@ class _Judge:
             return self._settle(index, False)
         return None
 
-    def full(self, candidate: tuple[int, frozenset[int]]) -> bool:
+    def full(self, candidate: tuple[int, Edits]) -> bool:
         index, removed = candidate
         try:
             return self._full(index, removed)
         finally:
             self._replayed[index].set()  # also when closing: nobody may wait on it forever
 
-    def _full(self, index: int, removed: frozenset[int]) -> bool:
+    def _full(self, index: int, removed: Edits) -> bool:
         searcher = self._searcher
         settings = searcher.settings
         try:

@@ -23,7 +23,9 @@ Both are found from bytecode (FOR_ITER ranges, a conditional jump right after
 the decision's CALL) and from the offsets the frames are seen at, so no
 source annotation is needed. Regions nest as the execution nested them; the
 reducer removes iterations and blocks, and the tree of regions is the tree
-HDD walks.
+HDD walks. Calls of generator functions are recorded too, with the decisions
+each made, so that a recursive generator's outer call can be replayed along
+a nested one (hoisting, see replay.py).
 
 The same recorder runs during trace-aligned re-execution, with an aligner
 deciding the values, so every re-execution yields a complete trace of its own.
@@ -549,6 +551,27 @@ class Region:
     init: int | None = None
     ordinal: int = 0  # iterations: 1, 2, ...
     where: tuple[str, int] = ("", 0)  # file and line, for people
+    call: int = ROOT  # the call whose frame opened it
+
+
+@dataclass(slots=True)
+class Call:
+    """One call of a generator function, and the decisions made while it ran.
+
+    A recursive generator builds nested parts by nested calls of one function
+    (an expression inside an expression, a statement inside a block); running
+    an outer call along the decisions of a nested call of the same function
+    replaces the outer part by the nested one, the way Perses hoists a node.
+    """
+
+    id: int
+    parent: int  # the nearest traced call it was made from (ROOT for the entry function)
+    code: tuple[str, str, int]  # file, function, first line: what makes calls comparable
+    depth: int  # its frame's position in the frames of a decision's site
+    region: int  # innermost region open when it started
+    first: int  # decisions made before it started
+    last: int = -1  # decisions made before it returned
+    suspends: bool = False  # a generator function: its decisions need not be contiguous
 
 
 @dataclass
@@ -560,6 +583,7 @@ class Trace:
     output: bytes
     guards: dict[int, bool] = field(default_factory=dict)  # guard decision -> block ran
     seconds: float = 0.0
+    calls: list[Call] = field(default_factory=list)
 
     def counts(self) -> dict[int, int]:
         """Loop-count decision -> its loop region."""
@@ -749,11 +773,12 @@ class _Open:
 
 
 class _FrameState:
-    __slots__ = ("frame", "info", "last", "open", "pending")
+    __slots__ = ("call", "frame", "info", "last", "open", "pending")
 
-    def __init__(self, frame: FrameType, info: _CodeInfo) -> None:
+    def __init__(self, frame: FrameType, info: _CodeInfo, call: int) -> None:
         self.frame = frame  # held so that its id stays unique while we track it
         self.info = info
+        self.call = call
         self.open: list[_Open] = []
         self.pending: tuple[int, int, _Guard] | None = None  # (decision, call offset, guard)
         self.last = -1
@@ -781,6 +806,7 @@ class Recorder:
         self.decisions: list[Decision] = []
         self.regions: list[Region] = []
         self.guards: dict[int, bool] = {}
+        self.calls: list[Call] = []
         self.aligner = aligner
         self._harness = harness
         self._states: dict[int, _FrameState] = {}
@@ -879,12 +905,45 @@ class Recorder:
         info = _info(frame.f_code)
         if info is None:
             return None
+        if caller is not None and caller.f_code is not self._harness and _internal(caller.f_code):
+            return None  # code the recorder itself runs, like a Pick's __init__
         state = self._states.get(id(frame))
         if state is None or state.frame is not frame:
-            state = _FrameState(frame, info)
+            state = _FrameState(frame, info, self._new_call(frame))
             self._states[id(frame)] = state
         self._observe(state, frame.f_lasti if frame.f_lasti >= 0 else 0)
         return self.local_trace
+
+    def _new_call(self, frame: FrameType) -> int:
+        """Record a call starting; its depth and parent come from the nearest traced caller,
+        so deep recursion does not cost a walk down the whole stack per call."""
+        parent = region = ROOT
+        depth = 0
+        caller = frame.f_back
+        while caller is not None and caller.f_code is not self._harness:
+            if not _internal(caller.f_code):
+                depth += 1
+            state = self._state(caller)
+            if state is not None:
+                parent = state.call
+                depth += self.calls[state.call].depth
+                region = state.open[-1].innermost() if state.open else self._parent(state)
+                break
+            caller = caller.f_back
+        code = frame.f_code
+        call = len(self.calls)
+        self.calls.append(
+            Call(
+                call,
+                parent,
+                (code.co_filename, code.co_name, code.co_firstlineno),
+                depth,
+                region,
+                len(self.decisions),
+                suspends=bool(code.co_flags & _GENERATOR_FLAGS),
+            )
+        )
+        return call
 
     def local_trace(self, frame: FrameType, event: str, arg: Any) -> Any:
         state = self._states.get(id(frame))
@@ -978,6 +1037,7 @@ class Recorder:
                 self._close_loop(top)
             else:
                 self.regions[top.region].last = len(self.decisions)
+        self.calls[state.call].last = len(self.decisions)
         self._states.pop(id(state.frame), None)
 
     def _parent(self, state: _FrameState) -> int:
@@ -1010,6 +1070,7 @@ class Recorder:
                 len(self.decisions),
                 init=init,
                 where=(frame.f_code.co_filename, frame.f_lineno or 0),
+                call=state.call,
             )
         )
         return region
@@ -1105,6 +1166,7 @@ def execute(factory: EntryFactory, seed: int, aligner: Aligning | None = None) -
         output,
         recorder.guards,
         time.monotonic() - started,
+        recorder.calls,
     )
 
 
