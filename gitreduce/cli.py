@@ -7,7 +7,6 @@ message); 130 interrupted (the best result so far is still written).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +18,22 @@ from typer.exceptions import TyperException
 from gitreduce.errors import UserError
 from gitreduce.history import History, chain
 from gitreduce.html_report import write_html
+from gitreduce.options import (
+    DEFAULT_JOBS,
+    AnyFailure,
+    AsJson,
+    Branch,
+    Debug,
+    Force,
+    InterestingCommand,
+    Jobs,
+    PatchFile,
+    Quiet,
+    Signature,
+    TestCommand,
+    TestTimeout,
+    resolve_test,
+)
 from gitreduce.report import (
     PairProgressPrinter,
     ProgressPrinter,
@@ -79,38 +94,18 @@ def reduce(
     no_bisect: Annotated[
         bool, typer.Option("--no-bisect", help="Take GOOD and BAD as they are; do not bisect.")
     ] = False,
-    branch: Annotated[
-        str | None, typer.Option(help="Result branch (default: reduce/<name>).")
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite an existing result branch.")
-    ] = False,
-    patch: Annotated[
-        Path | None, typer.Option(help="Also write the result as a mail-ready patch.")
-    ] = None,
-    test: Annotated[
-        str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
-    ] = None,
-    interesting: Annotated[
-        str | None,
-        typer.Option("--interesting", help="Test command, C-Reduce convention (0 = bug)."),
-    ] = None,
-    jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=1, help="Tests run in parallel.")
-    ] = os.cpu_count() or 1,
-    timeout: Annotated[
-        float | None,
-        typer.Option(help="Seconds per test (default: 10x the original's run, >= 1s)."),
-    ] = None,
+    branch: Branch = None,
+    force: Force = False,
+    patch: PatchFile = None,
+    test: TestCommand = None,
+    interesting: InterestingCommand = None,
+    jobs: Jobs = DEFAULT_JOBS,
+    timeout: TestTimeout = None,
     language: Annotated[
         str | None, typer.Option(help="Grammar to parse with (default: from the extension).")
     ] = None,
-    signature: Annotated[
-        str | None, typer.Option(help="Regex the failure's output must match (default: auto).")
-    ] = None,
-    any_failure: Annotated[
-        bool, typer.Option("--any-failure", help="Accept any bad exit, not just the same bug.")
-    ] = False,
+    signature: Signature = None,
+    any_failure: AnyFailure = False,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -120,19 +115,14 @@ def reduce(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
     ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
     errors = Console(stderr=True, soft_wrap=True)
     try:
-        if (test is None) == (interesting is None):
-            raise UserError("give exactly one of --test CMD or --interesting CMD")
-        if signature is not None and any_failure:
-            raise UserError("--signature and --any-failure exclude each other")
+        command, polarity = resolve_test(test, interesting, signature, any_failure)
         if algorithm not in PAIR_ALGORITHMS:
             raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
         if (seed is None) != (variant is None):
@@ -146,8 +136,8 @@ def reduce(
                 seed=read_input(seed) if seed is not None else b"",
                 variant=read_input(variant) if variant is not None else b"",
                 name=variant.name if variant is not None else "",
-                test=test if test is not None else str(interesting),
-                polarity="bisect" if test is not None else "interesting",
+                test=command,
+                polarity=polarity,
                 jobs=jobs,
                 timeout=timeout,
                 language=language,
@@ -201,8 +191,8 @@ def reduce(
             )
         settings = SingleSettings(
             path=Path(targets[0]),
-            test=test if test is not None else str(interesting),
-            polarity="bisect" if test is not None else "interesting",
+            test=command,
+            polarity=polarity,
             jobs=jobs,
             timeout=timeout,
             language=language,

@@ -8,7 +8,6 @@ unusable test or a generator that fails (one-line message); 130 interrupted
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +26,22 @@ from gitreduce.generator.session import (
     GenerateSettings,
     GenerateSummary,
     generate,
+)
+from gitreduce.options import (
+    DEFAULT_JOBS,
+    AnyFailure,
+    AsJson,
+    Branch,
+    Debug,
+    Force,
+    InterestingCommand,
+    Jobs,
+    PatchFile,
+    Quiet,
+    Signature,
+    TestCommand,
+    TestTimeout,
+    resolve_test,
 )
 from gitreduce.store import ResultRequest
 
@@ -59,13 +74,8 @@ def generate_command(
     entry: Annotated[
         str | None, typer.Option("--entry", help="Entry function (default: generate/main/gen).")
     ] = None,
-    test: Annotated[
-        str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
-    ] = None,
-    interesting: Annotated[
-        str | None,
-        typer.Option("--interesting", help="Test command, C-Reduce convention (0 = bug)."),
-    ] = None,
+    test: TestCommand = None,
+    interesting: InterestingCommand = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Where to write the result (default: NAME.reduced)."),
@@ -81,45 +91,25 @@ def generate_command(
         str,
         typer.Option(help="When a reduced trace cannot be followed: halt, bypass or realign."),
     ] = "realign",
-    jobs: Annotated[
-        int, typer.Option("--jobs", "-j", min=1, help="Tests (and generator runs) in parallel.")
-    ] = os.cpu_count() or 1,
-    timeout: Annotated[
-        float | None,
-        typer.Option(help="Seconds per test (default: 10x the original's run, >= 1s)."),
-    ] = None,
+    jobs: Jobs = DEFAULT_JOBS,
+    timeout: TestTimeout = None,
     generator_timeout: Annotated[
         float,
         typer.Option(help="Seconds the generator may take for the original run."),
     ] = DEFAULT_GENERATOR_TIMEOUT,
-    signature: Annotated[
-        str | None, typer.Option(help="Regex the failure's output must match (default: auto).")
-    ] = None,
-    any_failure: Annotated[
-        bool, typer.Option("--any-failure", help="Accept any bad exit, not just the same bug.")
-    ] = False,
-    branch: Annotated[
-        str | None, typer.Option(help="Result branch (default: reduce/<name>).")
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite an existing result branch.")
-    ] = False,
-    patch: Annotated[
-        Path | None, typer.Option(help="Also write the result as a mail-ready patch.")
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    signature: Signature = None,
+    any_failure: AnyFailure = False,
+    branch: Branch = None,
+    force: Force = False,
+    patch: PatchFile = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
     errors = Console(stderr=True, soft_wrap=True)
     try:
-        if (test is None) == (interesting is None):
-            raise UserError("give exactly one of --test CMD or --interesting CMD")
-        if signature is not None and any_failure:
-            raise UserError("--signature and --any-failure exclude each other")
+        command, polarity = resolve_test(test, interesting, signature, any_failure)
         if strategy not in ("tree", "sequence"):
             raise UserError(f"unknown --strategy {strategy!r}; use tree or sequence")
         try:
@@ -133,9 +123,9 @@ def generate_command(
         settings = GenerateSettings(
             generator=gen,
             seed=seed,
-            test=test if test is not None else str(interesting),
+            test=command,
             entry=entry,
-            polarity="bisect" if test is not None else "interesting",
+            polarity=polarity,
             name=name,
             output=output,
             strategy="tree" if strategy == "tree" else "sequence",
