@@ -291,6 +291,8 @@ class PairSettings:
 
 
 PairAlgorithm = Literal["ppr", "dd", "dd-empty"]
+# how often a dd run re-aligns its best pair for progress (the result is aligned at the end)
+ISOLATION_REALIGN_SECONDS = 2.0
 PAIR_ALGORITHMS: dict[str, PairAlgorithm] = {"ppr": "ppr", "dd": "dd", "dd-empty": "dd-empty"}
 
 
@@ -622,20 +624,35 @@ def _isolate(
             return "fail"
         return "pass" if current.seed_ok(outcome) else "unresolved"
 
-    def follow(passing: PairState, failing: PairState) -> None:
+    latest: list[tuple[PairState, PairState]] = []
+    shown = [time.monotonic()]
+
+    def adopt_latest() -> None:
         """The pair as a state: the passing program as its seed, the failing as its variant."""
+        passing, failing = latest.pop()
         pair = Alignment.of(passing.variant_text(), failing.variant_text(), grammar)
         current.adopt(pair.full())
+        shown[0] = time.monotonic()
+
+    def follow(passing: PairState, failing: PairState) -> None:
+        # aligning two big programs far apart is a long Myers run: only now and then
+        latest[:] = [(passing, failing)]
+        if time.monotonic() - shown[0] >= ISOLATION_REALIGN_SECONDS:
+            adopt_latest()
 
     engine.pass_name = algorithm
-    if algorithm == "dd":
-        isolate_hunks(current.state, classify, follow)
-        return
-    from_nothing = Alignment.of(b"", current.state.variant_text(), grammar).full()
-    empty = from_nothing.without_variant_tokens(range(len(from_nothing.alignment.variant)))
-    if classify(empty) != "pass":
-        raise UserError(
-            "dd-empty grows its passing program from the empty one, but the test does not "
-            "say good for an empty file; use --algorithm ppr or dd"
-        )
-    isolate_tokens(from_nothing, classify, follow)
+    try:
+        if algorithm == "dd":
+            isolate_hunks(current.state, classify, follow)
+            return
+        from_nothing = Alignment.of(b"", current.state.variant_text(), grammar).full()
+        empty = from_nothing.without_variant_tokens(range(len(from_nothing.alignment.variant)))
+        if classify(empty) != "pass":
+            raise UserError(
+                "dd-empty grows its passing program from the empty one, but the test does not "
+                "say good for an empty file; use --algorithm ppr or dd"
+            )
+        isolate_tokens(from_nothing, classify, follow)
+    finally:
+        if latest:
+            adopt_latest()
