@@ -140,7 +140,10 @@ def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
     of the tree difference Δ_T (GumTree), one at a time, wherever the variant stays bad.
 
     Works on the texts, not on the token alignment: Δ_T may pair subtrees that
-    the token diff splits into several hunks, or the other way round.
+    the token diff splits into several hunks, or the other way round. Δ_T's
+    operations are independent edits of the texts it was computed on, so one
+    pass undoes them cumulatively on one tree difference; it is computed again
+    only after a pass that changed something.
     """
     progress = False
     grammar = syntax.grammar
@@ -151,20 +154,29 @@ def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
             [*tree_diff.updates, *tree_diff.replacements], key=lambda op: op.variant_span
         )
         seed_tokens = tokenize(seed, grammar)
-        candidates = (_undone(tree_diff, op, seed_tokens, grammar) for op in operations)
-        found = current.engine.first_judged(candidates, current.judge(measure(current.state)))
-        if found is None:
+        undone: list[Operation] = []
+        position = 0
+        while position < len(operations):
+            rest = operations[position:]
+            candidates = (_undone(tree_diff, [*undone, op], seed_tokens, grammar) for op in rest)
+            found = current.engine.first_judged(candidates, current.judge(measure(current.state)))
+            if found is None:
+                break
+            undone.append(rest[found[0]])
+            assert found[1].state is not None
+            current.adopt(found[1].state)
+            position += found[0] + 1
+        if not undone:
             return progress
-        current.adopt(Alignment.of(seed, found[1].variant, grammar).full())
         progress = True
 
 
 def _undone(
-    tree_diff: TreeDiff, operation: Operation, seed_tokens: TokenList, grammar: Grammar
+    tree_diff: TreeDiff, operations: list[Operation], seed_tokens: TokenList, grammar: Grammar
 ) -> PairCandidate:
-    variant = tree_diff.undo([operation])
+    variant = tree_diff.undo(operations)
     pair = Alignment(seed_tokens, tokenize(variant, grammar)).full()
-    return PairCandidate(seed_tokens.text, variant, measure(pair))
+    return PairCandidate(seed_tokens.text, variant, measure(pair), pair)
 
 
 def min_ldiff(current: PairCurrent) -> bool:
