@@ -175,6 +175,55 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+Calibrate = Callable[[TestSpec, GitVerdictCache], tuple[TestSpec, Outcome]]
+
+
+@dataclass
+class CalibratedRun:
+    """What a reduction works with: the engine, and the failure it must keep reproducing."""
+
+    engine: Engine
+    spec: TestSpec
+    reference: Outcome
+    interrupted: bool = False
+
+    def is_interesting(self, outcome: Outcome) -> bool:
+        return self.spec.is_interesting(self.reference, outcome)
+
+
+@contextmanager
+def calibrated_run(
+    store: Store, spec: TestSpec, warnings: list[str], jobs: int, calibrate: Calibrate
+) -> Iterator[CalibratedRun]:
+    """Verdict cache, calibration of the originals, oracle and engine for one reduction.
+
+    Ctrl-C, SIGTERM or a closed oracle inside the block only mark the run
+    interrupted, so the caller still writes and records the best result; the
+    oracle's processes and the engine's threads are gone when the block ends,
+    and the cache is saved after them.
+    """
+    with sigterm_as_interrupt(), verdict_cache(store, spec, warnings) as cache:
+        calibration_started = time.monotonic()
+        spec, reference = calibrate(spec, cache)
+        calibration_seconds = time.monotonic() - calibration_started
+        with Oracle(spec, jobs) as oracle:
+            engine = Engine(
+                cache.recording(oracle.run),
+                lambda outcome: spec.is_interesting(reference, outcome),
+                jobs=jobs,
+                cache=cache,
+            )
+            engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
+            run = CalibratedRun(engine, spec, reference)
+            try:
+                yield run
+            except (KeyboardInterrupt, OracleClosed):
+                run.interrupted = True
+            finally:
+                oracle.close()
+                engine.close()
+
+
 def reduce_file(
     settings: SingleSettings,
     progress: Progress | None = None,
@@ -205,32 +254,20 @@ def reduce_file(
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
     )
-    interrupted = False
-    with sigterm_as_interrupt(), verdict_cache(store, spec, warnings) as cache:
-        calibration_started = time.monotonic()
-        spec, original_outcome = calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache)
-        calibration_seconds = time.monotonic() - calibration_started
-        with Oracle(spec, settings.jobs) as oracle:
-            engine = Engine(
-                cache.recording(oracle.run),
-                lambda outcome: spec.is_interesting(original_outcome, outcome),
-                jobs=settings.jobs,
-                cache=cache,
-            )
-            engine.stats.oracle_busy_seconds += calibration_seconds  # two runs of the test
-            current = Current(original, engine, syntax, progress)
-            before_tokens = current.tokens
-            try:
-                if progress is not None:
-                    progress(current)
-                reduce_program(current)
-            except (KeyboardInterrupt, OracleClosed):
-                interrupted = True
-            finally:
-                oracle.close()
-                engine.close()
-        if output is not None:
-            output.write_bytes(current.text)
+    with calibrated_run(
+        store,
+        spec,
+        warnings,
+        settings.jobs,
+        lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
+    ) as run:
+        current = Current(original, run.engine, syntax, progress)
+        before_tokens = current.tokens
+        if progress is not None:
+            progress(current)
+        reduce_program(current)
+    if output is not None:
+        output.write_bytes(current.text)
     repo_path = store.repo_path(settings.path)
     branch, commits = record(
         store,
@@ -261,9 +298,9 @@ def reduce_file(
         tokens_after=current.tokens,
         bytes_before=len(original),
         bytes_after=len(current.text),
-        stats=engine.stats,
+        stats=run.engine.stats,
         wall_seconds=time.monotonic() - started,
-        interrupted=interrupted,
+        interrupted=run.interrupted,
         warnings=warnings,
         branch=branch,
         commits=commits,
@@ -356,47 +393,37 @@ def reduce_pair_texts(
     seed_expected = _seed_verdict(settings.polarity)
     alignment = Alignment.of(settings.seed, settings.variant, grammar)
     full = alignment.full()
-    interrupted = False
-    with sigterm_as_interrupt(), verdict_cache(store, spec, warnings) as cache:
-        calibration_started = time.monotonic()
-        spec, variant_outcome = _calibrate_pair(spec, settings, seed_expected, cache)
-        calibration_seconds = time.monotonic() - calibration_started
+    seed_out, variant_out = settings.seed, settings.variant
 
-        def seed_ok(outcome: Outcome) -> bool:
-            return outcome.verdict is seed_expected
+    def seed_ok(outcome: Outcome) -> bool:
+        return outcome.verdict is seed_expected
 
-        def variant_ok(outcome: Outcome) -> bool:
-            return spec.is_interesting(variant_outcome, outcome)
-
-        with Oracle(spec, settings.jobs) as oracle:
-            engine = Engine(
-                cache.recording(oracle.run), variant_ok, jobs=settings.jobs, cache=cache
+    with calibrated_run(
+        store,
+        spec,
+        warnings,
+        settings.jobs,
+        lambda spec, cache: _calibrate_pair(spec, settings, seed_expected, cache),
+    ) as run:
+        engine = run.engine
+        current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, progress)
+        if progress is not None:
+            progress(current)
+        if settings.algorithm == "ppr":
+            reduce_pair(current)
+            seed_out, variant_out = _without_comments(
+                current.state.seed_text(),
+                current.state.variant_text(),
+                syntax,
+                engine,
+                seed_ok,
+                run.is_interesting,
             )
-            engine.stats.oracle_busy_seconds += calibration_seconds  # four runs of the test
-            current = PairCurrent(full, engine, syntax, seed_ok, variant_ok, progress)
-            seed_out, variant_out = settings.seed, settings.variant
-            try:
-                if progress is not None:
-                    progress(current)
-                if settings.algorithm == "ppr":
-                    reduce_pair(current)
-                    seed_out, variant_out = _without_comments(
-                        current.state.seed_text(),
-                        current.state.variant_text(),
-                        syntax,
-                        engine,
-                        seed_ok,
-                        variant_ok,
-                    )
-                else:
-                    _isolate(settings.algorithm, current, grammar)
-                    seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
-            except (KeyboardInterrupt, OracleClosed):
-                interrupted = True
-                seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
-            finally:
-                oracle.close()
-                engine.close()
+        else:
+            _isolate(settings.algorithm, current, grammar)
+            seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+    if run.interrupted:
+        seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     final = Alignment.of(seed_out, variant_out, grammar)
     summary = PairSummary(
         name=settings.name,
@@ -412,7 +439,7 @@ def reduce_pair_texts(
         variant=variant_out,
         stats=engine.stats,
         wall_seconds=time.monotonic() - started,
-        interrupted=interrupted,
+        interrupted=run.interrupted,
         warnings=warnings,
     )
     _record_pair(store, result or ResultRequest(), settings, summary)

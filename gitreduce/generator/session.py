@@ -42,11 +42,11 @@ from gitreduce.generator.replay import (
     removable,
 )
 from gitreduce.generator.trace import Trace
-from gitreduce.gitstore import result_message
-from gitreduce.oracle import Oracle, OracleClosed, TestSpec
+from gitreduce.gitstore import GitVerdictCache, result_message
+from gitreduce.oracle import OracleClosed, TestSpec
 from gitreduce.outcome import Outcome, Verdict
-from gitreduce.session import default_output, run_figures, sigterm_as_interrupt
-from gitreduce.store import ResultRequest, Store, calibrate_cached, record, verdict_cache
+from gitreduce.session import calibrated_run, default_output, run_figures, sigterm_as_interrupt
+from gitreduce.store import ResultRequest, Store, calibrate_cached, record
 from gitreduce.syntax import Syntax, plain_tokens
 
 DEFAULT_GENERATOR_TIMEOUT = 10.0
@@ -620,7 +620,6 @@ def generate(
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
     )
-    interrupted = False
     load_timeout = settings.generator_timeout + 20.0  # imports come on top of one run
     with sigterm_as_interrupt(), GeneratorPool(target, settings.jobs, load_timeout) as pool:
         original = pool.record(settings.seed, settings.generator_timeout)
@@ -642,43 +641,23 @@ def generate(
                 "one; there is nothing to reduce"
             )
         replay_timeout = min(settings.generator_timeout, max(1.0, 10.0 * original.seconds))
-        with verdict_cache(store, spec, warnings) as cache:
-            calibration_started = time.monotonic()
+
+        def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
             try:
-                spec, original_outcome = calibrate_cached(
-                    spec, original.output, Verdict.BAD, settings.jobs, cache
-                )
+                return calibrate_cached(spec, original.output, Verdict.BAD, settings.jobs, cache)
             except UserError as error:
                 raise UserError(f"generated at seed {settings.seed}: {error}") from None
-            calibration_seconds = time.monotonic() - calibration_started
-            with Oracle(spec, settings.jobs) as oracle:
-                engine = Engine(
-                    cache.recording(oracle.run),
-                    lambda outcome: spec.is_interesting(original_outcome, outcome),
-                    jobs=settings.jobs,
-                    cache=cache,
-                )
-                engine.stats.oracle_busy_seconds += calibration_seconds
-                engine.pass_name = settings.strategy
-                searcher = _Searcher(
-                    engine,
-                    pool,
-                    original,
-                    lambda outcome: spec.is_interesting(original_outcome, outcome),
-                    settings,
-                    replay_timeout,
-                    progress,
-                )
-                try:
-                    if progress is not None:
-                        progress(searcher)
-                    reduce_trace(searcher, settings.strategy)
-                except (KeyboardInterrupt, OracleClosed):
-                    interrupted = True
-                finally:
-                    oracle.close()
-                    engine.close()
-                    pool.close()
+
+        with calibrated_run(store, spec, warnings, settings.jobs, calibrate) as run:
+            engine = run.engine
+            engine.pass_name = settings.strategy
+            searcher = _Searcher(
+                engine, pool, original, run.is_interesting, settings, replay_timeout, progress
+            )
+            if progress is not None:
+                progress(searcher)
+            reduce_trace(searcher, settings.strategy)
+        pool.close()
         best = searcher.current
         if output is not None:
             output.write_bytes(best.output)
@@ -704,7 +683,7 @@ def generate(
         misaligned=searcher.misaligned,
         wall_seconds=time.monotonic() - started,
         text=best.output,
-        interrupted=interrupted,
+        interrupted=run.interrupted,
         warnings=warnings,
     )
     repo_path = store.repo_path(where)
