@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gitreduce.current import Current
+from gitreduce.engine import Stats
 from gitreduce.html_report import Line, Row, align, marked_lines, marked_pair
 from gitreduce.session import PairSummary, Summary
 
@@ -35,46 +36,64 @@ if TYPE_CHECKING:  # a type hint only
     from gitreduce.pair_current import PairCurrent
 
 
-class ProgressPrinter:
-    """Shows size, tests and speed as the current best changes."""
+class _StatusLine:
+    """One line of progress: redrawn in place at most ten times a second on a terminal,
+    printed as a plain line every few seconds otherwise (CI logs)."""
 
     def __init__(self, console: Console) -> None:
         self._console = console
         self._live = console.is_terminal
         self._interval = 0.1 if self._live else 5.0
-        self._last = 0.0
-        self._original_tokens: int | None = None
+        self._last: float | None = None
         self._status: Status | None = None
 
-    def __call__(self, current: Current) -> None:
+    def _due(self) -> bool:
         now = time.monotonic()
-        if self._original_tokens is not None and now - self._last < self._interval:
-            return
+        if self._last is not None and now - self._last < self._interval:
+            return False
         self._last = now
-        tokens = current.tokens
-        if self._original_tokens is None:
-            self._original_tokens = tokens
-        stats = current.engine.stats
-        share = 100.0 * tokens / max(1, self._original_tokens)
-        rate = stats.tests_run / max(stats.elapsed, 1e-6)
-        line = (
-            f"{tokens} tokens ({share:.1f}%)  tests {stats.tests_run}  "
-            f"cached {stats.cache_hits}  {rate:.1f}/s  {stats.elapsed:.0f}s  "
-            f"pass {current.engine.pass_name}"
-        )
-        if self._live:
-            if self._status is None:
-                self._status = self._console.status(line)
-                self._status.start()
-            else:
-                self._status.update(line)
-        else:
+        return True
+
+    def _show(self, line: str) -> None:
+        if not self._live:
             self._console.print(line, highlight=False)
+        elif self._status is None:
+            self._status = self._console.status(line)
+            self._status.start()
+        else:
+            self._status.update(line)
 
     def stop(self) -> None:
         if self._status is not None:
             self._status.stop()
             self._status = None
+
+
+def _work(stats: Stats, pass_name: str) -> str:
+    """Tests, cache hits, speed, time and the pass at work: the part every mode shows."""
+    rate = stats.tests_run / max(stats.elapsed, 1e-6)
+    return (
+        f"tests {stats.tests_run}  cached {stats.cache_hits}  {rate:.1f}/s  "
+        f"{stats.elapsed:.0f}s  pass {pass_name}"
+    )
+
+
+class ProgressPrinter(_StatusLine):
+    """Shows size, tests and speed as the current best changes."""
+
+    def __init__(self, console: Console) -> None:
+        super().__init__(console)
+        self._original_tokens: int | None = None
+
+    def __call__(self, current: Current) -> None:
+        if not self._due():
+            return
+        tokens = current.tokens
+        if self._original_tokens is None:
+            self._original_tokens = tokens
+        share = 100.0 * tokens / max(1, self._original_tokens)
+        engine = current.engine
+        self._show(f"{tokens} tokens ({share:.1f}%)  {_work(engine.stats, engine.pass_name)}")
 
 
 def print_summary(console: Console, summary: Summary, patch: Path | None = None) -> None:
@@ -98,40 +117,28 @@ def print_summary(console: Console, summary: Summary, patch: Path | None = None)
     )
 
 
-class PairProgressPrinter:
+class PairProgressPrinter(_StatusLine):
     """Progress of a pairwise reduction: seed, variant and difference sizes."""
 
     def __init__(self, console: Console) -> None:
-        self._console = console
-        self._live = console.is_terminal
-        self._interval = 0.1 if self._live else 5.0
-        self._last: float | None = None
-        self._status: Status | None = None
+        super().__init__(console)
+        self._original: tuple[int, int, int] | None = None
 
     def __call__(self, current: PairCurrent) -> None:
-        now = time.monotonic()
-        if self._last is not None and now - self._last < self._interval:
+        if not self._due():
             return
-        self._last = now
-        state, stats = current.state, current.engine.stats
-        line = (
-            f"seed {state.seed_tokens()}  variant {state.variant_tokens()}  "
-            f"diff {state.diff_tokens()} tokens  tests {stats.tests_run}  "
-            f"cached {stats.cache_hits}  {stats.elapsed:.0f}s  pass {current.engine.pass_name}"
+        state = current.state
+        sizes = (state.seed_tokens(), state.variant_tokens(), state.diff_tokens())
+        if self._original is None:
+            self._original = sizes
+        seed, variant, diff = (
+            f"{now} ({100.0 * now / max(1, before):.0f}%)"
+            for now, before in zip(sizes, self._original, strict=True)
         )
-        if self._live:
-            if self._status is None:
-                self._status = self._console.status(line)
-                self._status.start()
-            else:
-                self._status.update(line)
-        else:
-            self._console.print(line, highlight=False)
-
-    def stop(self) -> None:
-        if self._status is not None:
-            self._status.stop()
-            self._status = None
+        self._show(
+            f"seed {seed}  variant {variant}  diff {diff} tokens  "
+            f"{_work(current.engine.stats, current.engine.pass_name)}"
+        )
 
 
 def write_pair(summary: PairSummary, directory: Path) -> tuple[Path, Path]:

@@ -253,9 +253,9 @@ def test_progress_on_a_pipe_is_a_plain_line_every_few_seconds(
     assert "\x1b" not in out.getvalue()
     # The first state at once, then one line per 5 s: at 0, 5 and 10 seconds.
     assert [line.split("  tests")[0] for line in lines] == [
-        "seed 120  variant 121  diff 20 tokens",
-        "seed 115  variant 116  diff 15 tokens",
-        "seed 110  variant 111  diff 10 tokens",
+        "seed 120 (100%)  variant 121 (100%)  diff 20 (100%) tokens",
+        "seed 115 (96%)  variant 116 (96%)  diff 15 (75%) tokens",
+        "seed 110 (92%)  variant 111 (92%)  diff 10 (50%) tokens",
     ]
     assert all(line.endswith("pass min-tdiff") for line in lines)
 
@@ -316,12 +316,18 @@ def test_progress_lines_appear_when_stderr_is_a_pipe(pair_dir: tuple[Path, dict[
     lines = done.stderr.splitlines()
     assert "\x1b" not in done.stderr and "\r" not in done.stderr
     # The first progress line is the originals' sizes, before any reduction test.
-    assert lines[0].startswith("seed 262  variant 281  diff 21 tokens  tests 0  cached 0"), lines
-    assert re.fullmatch(
-        r"seed \d+  variant \d+  diff \d+ tokens  tests \d+  cached \d+  .*", lines[0]
-    )
-    # Then the change as a plain unified diff, and the summary.
-    assert lines[1:3] == ["--- seed/variant.c", "+++ variant/variant.c"]
+    assert lines[0].startswith(
+        "seed 262 (100%)  variant 281 (100%)  diff 21 (100%) tokens  tests 0  cached 0"
+    ), lines
+    # One plain line per 5 s of the run, then the change as a plain unified diff
+    diff_starts = lines.index("--- seed/variant.c")
+    for line in lines[:diff_starts]:
+        assert re.fullmatch(
+            r"seed \d+ \(\d+%\)  variant \d+ \(\d+%\)  diff \d+ \(\d+%\) tokens  "
+            r"tests \d+  cached \d+  [\d.]+/s  \d+s  pass \S+",
+            line,
+        ), line
+    assert lines[diff_starts + 1] == "+++ variant/variant.c"
     assert any(line.startswith("reduced (ppr): seed 262 → ") for line in lines)
     quiet = subprocess.run(
         [str(GIT_REDUCE), *COMMAND, "--quiet"],
