@@ -232,3 +232,14 @@ def test_render_removes_every_range_and_leaves_no_new_blank_lines(data):
     assert sorted(WORD.findall(result)) == sorted(kept_words)
     blank = sum(1 for line in text.split(b"\n") if not line.strip())
     assert sum(1 for line in result.split(b"\n") if not line.strip()) <= blank + 1
+
+
+def test_a_rendered_text_remembers_its_base_and_edits() -> None:
+    """Pairwise reduction carries a seed candidate's edits over to the variant."""
+    base = b"int x = 1 + 2;\n"
+    changes = [edits.Edit(8, 13, b"3"), edits.Edit(0, 0, b"static ")]
+    rendered = edits.apply(base, changes)
+    assert rendered == b"static int x = 3;\n"
+    assert isinstance(rendered, edits.Rendered) and isinstance(rendered, bytes)
+    assert rendered.base is base
+    assert rendered.edits == tuple(sorted(changes))
