@@ -20,6 +20,7 @@ from gitreduce.history import History, chain
 from gitreduce.html_report import write_html
 from gitreduce.options import (
     DEFAULT_JOBS,
+    EXIT_INTERRUPTED,
     AnyFailure,
     AsJson,
     Branch,
@@ -32,6 +33,7 @@ from gitreduce.options import (
     Signature,
     TestCommand,
     TestTimeout,
+    reported_errors,
     resolve_test,
 )
 from gitreduce.report import (
@@ -52,8 +54,6 @@ from gitreduce.session import (
     reduce_revisions,
 )
 from gitreduce.store import ResultRequest, Store
-
-EXIT_INTERRUPTED = 130
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -120,8 +120,7 @@ def reduce(
     debug: Debug = False,
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
-    errors = Console(stderr=True, soft_wrap=True)
-    try:
+    with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
         if algorithm not in PAIR_ALGORITHMS:
             raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
@@ -214,19 +213,6 @@ def reduce(
         }
         if html is not None:
             write_html(html, record, None, summary.result, history)
-    except UserError as error:
-        errors.print(f"[red]error:[/] {error}", highlight=False)
-        raise typer.Exit(error.exit_code) from None
-    except KeyboardInterrupt:
-        console.print("interrupted", highlight=False)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except typer.Exit:
-        raise
-    except Exception as error:
-        if debug:
-            raise
-        errors.print(f"[red]internal error:[/] {error!r} (rerun with --debug)", highlight=False)
-        raise typer.Exit(1) from None
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     if summary.interrupted:

@@ -4,12 +4,18 @@ checks cannot drift apart between `git reduce` and `git reduce generate`."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 
 from gitreduce.errors import UserError
+
+EXIT_INTERRUPTED = 130
 
 TestCommand = Annotated[
     str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
@@ -54,3 +60,27 @@ def resolve_test(
     if test is not None:
         return test, "bisect"
     return str(interesting), "interesting"
+
+
+@contextmanager
+def reported_errors(console: Console, debug: bool) -> Iterator[None]:
+    """Every failure as one line with its documented exit code: 2 for what the user can
+    fix, 130 for Ctrl-C, 1 for a bug of ours (its traceback only with --debug)."""
+    errors = Console(stderr=True, soft_wrap=True)
+    try:
+        yield
+    except UserError as error:
+        errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(error.exit_code) from None
+    except KeyboardInterrupt:
+        console.print("interrupted", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except typer.Exit:
+        raise
+    except Exception as error:
+        if debug:
+            raise
+        errors.print(
+            f"[red]internal error:[/] {escape(repr(error))} (rerun with --debug)", highlight=False
+        )
+        raise typer.Exit(1) from None

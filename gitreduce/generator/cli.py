@@ -29,6 +29,7 @@ from gitreduce.generator.session import (
 )
 from gitreduce.options import (
     DEFAULT_JOBS,
+    EXIT_INTERRUPTED,
     AnyFailure,
     AsJson,
     Branch,
@@ -41,11 +42,10 @@ from gitreduce.options import (
     Signature,
     TestCommand,
     TestTimeout,
+    reported_errors,
     resolve_test,
 )
 from gitreduce.store import ResultRequest
-
-EXIT_INTERRUPTED = 130
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -107,8 +107,7 @@ def generate_command(
     debug: Debug = False,
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
-    errors = Console(stderr=True, soft_wrap=True)
-    try:
+    with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
         if strategy not in ("tree", "sequence"):
             raise UserError(f"unknown --strategy {strategy!r}; use tree or sequence")
@@ -138,21 +137,6 @@ def generate_command(
         )
         request = ResultRequest(branch=branch, force=force, patch=patch)
         summary = generate(settings, _progress(console), request)
-    except UserError as error:
-        errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
-        raise typer.Exit(error.exit_code) from None
-    except KeyboardInterrupt:
-        console.print("interrupted", highlight=False)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    except typer.Exit:
-        raise
-    except Exception as error:
-        if debug:
-            raise
-        errors.print(
-            f"[red]internal error:[/] {escape(repr(error))} (rerun with --debug)", highlight=False
-        )
-        raise typer.Exit(1) from None
     print_summary(console, summary)
     if as_json:
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
