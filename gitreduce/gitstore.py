@@ -41,12 +41,17 @@ Why this shape:
   keeping the batch list, which every commit rewrites, short. Reads load
   everything into a dict once.
 - Sealed history only moves forward, so fetches of finished runs
-  fast-forward, and a compare-and-swap on the ref (libgit2's
-  `Reference.set_target` checks the old value under the ref lock) lets
-  concurrent writers detect each other. On conflict the writer re-reads the
-  tip, rebuilds on top of it (records are append-only, so the merge is a
-  union) and retries: nobody's verdicts are lost. A writer that finds the
-  checkpoint it was reading deleted by another's seal just reads the ref again.
+  fast-forward, and a compare-and-swap on the ref lets concurrent writers
+  detect each other: in a ref transaction, a writer takes the ref's lock,
+  then checks that the ref still is what it built on, or still absent. Not
+  `References.create`: it checks that the ref is absent before it takes the
+  lock, so two writers creating the ref at once both succeed and the second
+  replaces the first one's commit (seen: of two writers starting at once,
+  under load, one lost its first seal in about one run out of eight). On
+  conflict the writer re-reads the tip, rebuilds on top of it (records are
+  append-only, so the merge is a union) and retries: nobody's verdicts are
+  lost. A writer that finds the checkpoint it was reading deleted by
+  another's seal just reads the ref again.
 - Objects are written before the ref moves and deleted only after it has
   moved past them, and loose objects, packs and refs all appear by rename,
   so a kill -9 at any instant leaves the ref on a complete commit: only the
@@ -526,8 +531,9 @@ class GitVerdictCache:
                 self._sealed(tip, squashed=False)
                 return False
             commit_id, batch = built
+            expected = ref.target if ref is not None else None
             try:
-                installed = self._install(ref, commit_id, deadline)
+                installed = self._install(expected, commit_id, deadline)
             finally:
                 self._settle(installed=False)  # a failed attempt's; an installed one is settled
             if installed:
@@ -540,31 +546,33 @@ class GitVerdictCache:
             delay = min(delay * 2, 0.1)
 
     def _install(
-        self, ref: pygit2.Reference | None, commit_id: pygit2.Oid, deadline: float
+        self, expected: pygit2.Oid | str | None, commit_id: pygit2.Oid, deadline: float
     ) -> bool:
-        """Move the ref from `ref`'s target to `commit_id`; False if it moved meanwhile."""
+        """Move the ref from `expected` (None: no ref yet) to `commit_id`; False if it moved
+        meanwhile, or another writer holds its lock.
+
+        The check is made under the ref's lock, which every writer (libgit2's
+        and git's) takes to move the ref, so nothing moves it between the check
+        and the update. This is also the only safe way to create the ref: see
+        the module's docstring.
+        """
         repo = self._flush_repo
-        try:
-            if ref is None:
-                repo.references.create(self.ref_name, commit_id)
-            else:
-                ref.set_target(commit_id, "gitreduce: cache checkpoint")
-        except pygit2.AlreadyExistsError:
-            self.conflicts += 1  # created concurrently: rebuild on top of it
-            return False
-        except pygit2.GitError as error:
-            if "does not match" not in str(error):
-                raise
-            self.conflicts += 1  # moved concurrently: rebuild on top of it
-            return False
-        except OSError as error:  # the ref's .lock file exists: another writer holds it
-            if time.monotonic() > deadline:
-                lock = _common_dir(repo) / (self.ref_name + ".lock")
-                raise CacheError(
-                    f"cache ref {self.ref_name} stayed locked; if no git reduce is "
-                    f"running, delete {lock}"
-                ) from error
-            return False
+        with repo.transaction() as transaction:  # commits on leaving: unlocks, writes if set
+            try:
+                transaction.lock_ref(self.ref_name)
+            except (pygit2.GitError, OSError) as error:  # another writer holds the lock
+                if time.monotonic() > deadline:
+                    lock = _common_dir(repo) / (self.ref_name + ".lock")
+                    raise CacheError(
+                        f"cache ref {self.ref_name} stayed locked; if no git reduce is "
+                        f"running, delete {lock}"
+                    ) from error
+                return False
+            current = repo.references.get(self.ref_name)
+            if (current.target if current is not None else None) != expected:
+                self.conflicts += 1  # moved or created concurrently: rebuild on top of it
+                return False
+            transaction.set_target(self.ref_name, commit_id, message="gitreduce: cache checkpoint")
         self._tip_id = commit_id
         self._seen = set(self._record_blobs(repo[commit_id].tree))
         self._settle(installed=True)

@@ -365,6 +365,91 @@ def test_concurrent_writers_both_keep_every_verdict(tmp_path):
     cache.close()
 
 
+@pytest.mark.parametrize("ref_exists", [False, True])
+def test_a_writer_whose_ref_moved_after_it_read_it_keeps_the_other_seal(
+    bare, ref_exists, monkeypatch
+):
+    """Another writer seals between this one's reading the ref and moving it: whether that
+    seal created the ref or moved it, this one rebuilds on top of it instead of replacing it."""
+    if ref_exists:
+        earlier = quiet_cache(bare)
+        earlier.put(earlier.remember(b"earlier"), outcome_for(0))
+        earlier.close()
+    first, second = quiet_cache(bare), quiet_cache(pygit2.Repository(bare.path))
+    first.put(first.remember(b"from first"), outcome_for(1))
+    second.put(second.remember(b"from second"), outcome_for(2))
+    install = first._install
+    results: list[bool] = []
+
+    def second_seals_first(*args: object) -> bool:
+        if not results:
+            assert second.flush()  # after first built its commit, before it moves the ref
+        results.append(install(*args))  # type: ignore[arg-type]
+        return results[-1]
+
+    monkeypatch.setattr(first, "_install", second_seals_first)
+    assert first.flush()
+    assert results == [False, True] and first.conflicts == 1
+    first.close()
+    second.close()
+    fsck_clean(Path(bare.path))
+    again = quiet_cache(pygit2.Repository(bare.path))
+    assert again.loaded == 2 + ref_exists
+    assert again.get(blob_id(b"from first")) == outcome_for(1)
+    assert again.get(blob_id(b"from second")) == outcome_for(2)
+    log = git(Path(bare.path), "log", "--format=%s", CACHE_REF_PREFIX + FINGERPRINT).stdout
+    assert len(log.splitlines()) == 2 + ref_exists  # one line of seals
+    again.close()
+
+
+CREATOR = textwrap.dedent(
+    """
+    import hashlib, sys, time, pygit2
+    from gitreduce.gitstore import GitVerdictCache
+    from gitreduce.outcome import Outcome, Verdict
+    path, tag, rounds, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    repo = pygit2.Repository(path)
+    for round_ in range(rounds):
+        fingerprint = hashlib.sha1(f"round {round_}".encode()).hexdigest()
+        cache = GitVerdictCache(repo, fingerprint, checkpoint_seconds=3600,
+                                checkpoint_verdicts=10**9)
+        key = cache.remember(f"{tag} {round_}".encode())
+        time.sleep(max(0.0, start + 0.03 * round_ - time.time()))  # every writer at once
+        cache.put(key, Outcome(Verdict.GOOD, 0, 0.0))
+        cache.close(pack=False)
+    """
+)
+
+
+def test_writers_creating_the_ref_at_once_keep_every_verdict(bare):
+    """Eight writers whose first seal creates the ref, at the same instant, eighty times.
+
+    Timed, not a forced interleaving: the race was inside libgit2's
+    `References.create`, which checks that the ref is absent before it takes
+    the ref's lock. With it, eleven runs of this test out of twelve lost a seal.
+    """
+    writers, rounds = 8, 80
+    start = time.time() + 1.0
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", CREATOR, bare.path, f"w{i}", str(rounds), str(start)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=git_env(),
+        )
+        for i in range(writers)
+    ]
+    for process in processes:
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+    fsck_clean(Path(bare.path))
+    for round_ in range(rounds):
+        fingerprint = hashlib.sha1(f"round {round_}".encode()).hexdigest()
+        cache = GitVerdictCache(bare, fingerprint, checkpoint_seconds=3600)
+        assert cache.loaded == writers, round_
+        cache.close()
+
+
 def test_kill_9_mid_flush_leaves_a_readable_ref_and_a_clean_repository(tmp_path):
     repo_path = make_user_repo(tmp_path / "work")
     go = tmp_path / "go"
