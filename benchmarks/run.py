@@ -41,9 +41,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -294,32 +295,44 @@ def load_case(path: Path, origin: str) -> Case:
     return Case(name=path.name, path=path, variant=variants[0], origin=origin)
 
 
-def discover_cases(dirs: list[Path] | None) -> list[Case]:
-    """Each DIR is a case folder, or a folder whose sub-folders are cases."""
+CaseT = TypeVar("CaseT", bound=Case)
+
+
+def _discover(
+    dirs: list[Path] | None,
+    is_case: Callable[[Path], bool],
+    load: Callable[[Path, str], CaseT],
+) -> list[CaseT]:
+    """Each DIR is a case folder, or a folder whose sub-folders are cases (default: the
+    shared public cases, then fixtures/); names stay unique in the tables."""
     roots: list[tuple[Path, str]]
     if dirs:
         roots = [(d, "custom") for d in dirs]
     else:
         roots = [(DEFAULT_CASES_ROOT, "shared"), (FIXTURES_ROOT, "fixtures")]
-    cases: list[Case] = []
+    cases: list[CaseT] = []
     seen: set[str] = set()
     for root, origin in roots:
         if not root.is_dir():
             if dirs:
                 raise SystemExit(f"no such case dir: {root}")
             continue
-        found = [root] if is_case_dir(root) else sorted(p for p in root.iterdir() if is_case_dir(p))
+        found = [root] if is_case(root) else sorted(p for p in root.iterdir() if is_case(p))
         for p in found:
             try:
-                case = load_case(p, origin)
+                case = load(p, origin)
             except ValueError as exc:
                 print(f"skipping {p}: {exc}", file=sys.stderr)
                 continue
-            if case.name in seen:  # keep names unique in the tables
+            if case.name in seen:
                 case.name = f"{origin}/{case.name}"
             seen.add(case.name)
             cases.append(case)
     return cases
+
+
+def discover_cases(dirs: list[Path] | None) -> list[Case]:
+    return _discover(dirs, is_case_dir, load_case)
 
 
 # ---------------------------------------------------------------------------- tools
@@ -895,30 +908,7 @@ def load_pair_case(path: Path, origin: str) -> PairCase:
 
 def discover_pair_cases(dirs: list[Path] | None) -> list[PairCase]:
     """Like ``discover_cases``, for folders holding seed.EXT, variant.EXT and test.sh."""
-    roots: list[tuple[Path, str]]
-    if dirs:
-        roots = [(d, "custom") for d in dirs]
-    else:
-        roots = [(DEFAULT_CASES_ROOT, "shared"), (FIXTURES_ROOT, "fixtures")]
-    cases: list[PairCase] = []
-    seen: set[str] = set()
-    for root, origin in roots:
-        if not root.is_dir():
-            if dirs:
-                raise SystemExit(f"no such case dir: {root}")
-            continue
-        found = [root] if is_pair_dir(root) else sorted(p for p in root.iterdir() if is_pair_dir(p))
-        for p in found:
-            try:
-                case = load_pair_case(p, origin)
-            except ValueError as exc:
-                print(f"skipping {p}: {exc}", file=sys.stderr)
-                continue
-            if case.name in seen:
-                case.name = f"{origin}/{case.name}"
-            seen.add(case.name)
-            cases.append(case)
-    return cases
+    return _discover(dirs, is_pair_dir, load_pair_case)
 
 
 def count_pair(seed: Path, variant: Path, tokens_py: Path) -> tuple[int, int, int] | None:
