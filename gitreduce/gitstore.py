@@ -57,7 +57,11 @@ Why this shape:
   so a kill -9 at any instant leaves the ref on a complete commit: only the
   verdicts of the last `checkpoint_seconds` (at most `checkpoint_verdicts`)
   and the runs in flight are lost. The next seal, by any writer, squashes
-  the killed writer's checkpoints and packs the batches it left loose.
+  the killed writer's checkpoints and packs the batches it left loose. A
+  writer killed inside a ref transaction leaves the ref's lock file; git
+  asks for such files to be deleted by hand, but writers here move refs
+  only while holding a flock (which dies with its process), so the holder
+  knows an old lock file is stale and deletes it.
 - Records are compact JSON arrays and candidate entries have short names:
   once candidates are delta-packed, this bookkeeping is what takes the space.
 """
@@ -65,6 +69,7 @@ Why this shape:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import random
@@ -101,6 +106,11 @@ _FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
 # How far before its first checkpoint a writer looks for seals that may keep
 # its objects, should the ref's history have been replaced: the clock's slack.
 _CLOCK_SLACK = 60
+
+# Taken (flock) by every writer here around each move of a cache ref; see `_install`.
+_WRITERS_LOCK = "gitreduce-cache.lock"
+# A ref lock file older than this was left by a killed writer (a live one holds it for ms).
+_STALE_REF_LOCK_SECONDS = 5.0
 
 _README_TEXT = """\
 gitreduce verdict cache for one test fingerprint.
@@ -214,6 +224,33 @@ def _common_dir(repo: pygit2.Repository) -> Path:
     if common.is_file():
         git_dir = (git_dir / common.read_text().strip()).resolve()
     return git_dir
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[bool]:
+    """Whether this open file description now holds `path`'s flock, released when the block
+    ends or its process dies (also by kill -9), unlike a lock file."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(descriptor)  # releases the flock
+
+
+def _delete_if_stale(lock: Path) -> None:
+    """Delete a ref's lock file older than `_STALE_REF_LOCK_SECONDS`: git and libgit2 hold
+    one for milliseconds, so an old one was left by a killed writer."""
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return
+    if age > _STALE_REF_LOCK_SECONDS:
+        lock.unlink(missing_ok=True)
 
 
 def _drop_loose(objects: Path, keys: Iterable[str]) -> None:
@@ -554,25 +591,39 @@ class GitVerdictCache:
         The check is made under the ref's lock, which every writer (libgit2's
         and git's) takes to move the ref, so nothing moves it between the check
         and the update. This is also the only safe way to create the ref: see
-        the module's docstring.
+        the module's docstring. Writers here first take a lock the kernel
+        releases when its process dies, so the one holding it knows that a ref
+        lock older than a few seconds was left by a killed writer and may
+        delete it.
         """
         repo = self._flush_repo
-        with repo.transaction() as transaction:  # commits on leaving: unlocks, writes if set
-            try:
-                transaction.lock_ref(self.ref_name)
-            except (pygit2.GitError, OSError) as error:  # another writer holds the lock
+        with _exclusive(_common_dir(repo) / _WRITERS_LOCK) as ours:
+            if not ours:
                 if time.monotonic() > deadline:
-                    lock = _common_dir(repo) / (self.ref_name + ".lock")
                     raise CacheError(
-                        f"cache ref {self.ref_name} stayed locked; if no git reduce is "
-                        f"running, delete {lock}"
-                    ) from error
+                        f"cache ref {self.ref_name} stayed locked by another git reduce "
+                        f"for {self._lock_wait:g}s; its verdicts were not saved"
+                    )
                 return False
-            current = repo.references.get(self.ref_name)
-            if (current.target if current is not None else None) != expected:
-                self.conflicts += 1  # moved or created concurrently: rebuild on top of it
-                return False
-            transaction.set_target(self.ref_name, commit_id, message="gitreduce: cache checkpoint")
+            lock = _common_dir(repo) / (self.ref_name + ".lock")
+            _delete_if_stale(lock)
+            with repo.transaction() as transaction:  # commits on leaving: unlocks, writes if set
+                try:
+                    transaction.lock_ref(self.ref_name)
+                except (pygit2.GitError, OSError) as error:  # a git command holds the lock
+                    if time.monotonic() > deadline:
+                        raise CacheError(
+                            f"cache ref {self.ref_name} stayed locked; if no git command is "
+                            f"running, delete {lock}"
+                        ) from error
+                    return False
+                current = repo.references.get(self.ref_name)
+                if (current.target if current is not None else None) != expected:
+                    self.conflicts += 1  # moved or created concurrently: rebuild on top of it
+                    return False
+                transaction.set_target(
+                    self.ref_name, commit_id, message="gitreduce: cache checkpoint"
+                )
         self._tip_id = commit_id
         self._seen = set(self._record_blobs(repo[commit_id].tree))
         self._settle(installed=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import random
@@ -16,10 +17,12 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from gitreduce import gitstore
 from gitreduce.engine import Engine, blob_id
 from gitreduce.errors import UserError
 from gitreduce.gitstore import (
     CACHE_REF_PREFIX,
+    CacheError,
     GitVerdictCache,
     format_patch,
     open_cache_repository,
@@ -470,7 +473,8 @@ def test_kill_9_mid_flush_leaves_a_readable_ref_and_a_clean_repository(tmp_path)
         flushed = int(rest[-1]) if rest else flushed
         saved += flushed
         lock = repo_path / ".git" / (CACHE_REF_PREFIX + FINGERPRINT + ".lock")
-        lock.unlink(missing_ok=True)  # killed while holding the ref lock: as with git, by hand
+        if lock.exists():  # killed inside the ref transaction: as if seconds had passed
+            os.utime(lock, (time.time() - 3600, time.time() - 3600))
         fsck_clean(repo_path)
         cache = quiet_cache(pygit2.Repository(str(repo_path)))
         assert cache.loaded >= saved
@@ -478,8 +482,44 @@ def test_kill_9_mid_flush_leaves_a_readable_ref_and_a_clean_repository(tmp_path)
             assert cache.get(writer_key(tag, index)) is not None
         cache.put(cache.remember(f"after {round_}".encode()), outcome_for(0))
         cache.close()  # a later run writes on top of the survivor
+        assert not lock.exists()
         saved += 1
     fsck_clean(repo_path)
+
+
+def ref_lock(repo_path: Path, age: float) -> Path:
+    """The cache ref's lock file as a writer killed `age` seconds ago inside a ref
+    transaction leaves it."""
+    lock = repo_path / ".git" / (CACHE_REF_PREFIX + FINGERPRINT + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch()
+    os.utime(lock, (time.time() - age, time.time() - age))
+    return lock
+
+
+def test_a_ref_lock_left_by_a_killed_writer_is_deleted_once_stale(tmp_path, monkeypatch):
+    monkeypatch.setattr(gitstore, "_STALE_REF_LOCK_SECONDS", 0.3)
+    repo_path = make_user_repo(tmp_path / "work")
+    lock = ref_lock(repo_path, age=0)
+    cache = quiet_cache(pygit2.Repository(str(repo_path)))
+    cache.put(cache.remember(b"int main;\n"), outcome_for(1))
+    started = time.monotonic()
+    cache.close()
+    assert time.monotonic() - started >= 0.3  # a fresh lock may be a live git's: waited
+    assert not lock.exists()
+    assert quiet_cache(pygit2.Repository(str(repo_path))).loaded == 1
+
+
+def test_an_old_ref_lock_is_kept_while_another_writer_holds_the_writers_lock(tmp_path):
+    repo_path = make_user_repo(tmp_path / "work")
+    lock = ref_lock(repo_path, age=3600)
+    with open(repo_path / ".git" / gitstore._WRITERS_LOCK, "w") as other_writer:
+        fcntl.flock(other_writer, fcntl.LOCK_EX)
+        cache = quiet_cache(pygit2.Repository(str(repo_path)), lock_wait_seconds=0.3)
+        cache.put(cache.remember(b"int main;\n"), outcome_for(1))
+        with pytest.raises(CacheError, match="locked by another git reduce"):
+            cache.close()
+    assert lock.exists()  # only the flock's holder may judge the ref lock stale
 
 
 CHECKPOINTER = textwrap.dedent(
