@@ -173,7 +173,6 @@ def reduce(
             record = pair_summary.as_dict() | {
                 "seed_output": str(written[0]) if written else None,
                 "variant_output": str(written[1]) if written else None,
-                "test": pair_settings.test,
                 "patch": str(patch) if patch is not None else None,
                 "html": str(html) if html is not None else None,
             }
@@ -207,7 +206,6 @@ def reduce(
             progress.stop()
         print_summary(console, summary, patch)
         record = summary.as_dict() | {
-            "test": settings.test,
             "patch": str(patch) if patch is not None else None,
             "html": str(html) if html is not None else None,
         }

@@ -10,3 +10,7 @@ class UserError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class MisclassifiedOriginal(UserError):
+    """The test does not give an original input the verdict it must have."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
-from gitreduce.errors import UserError
+from gitreduce.errors import MisclassifiedOriginal, UserError
 from gitreduce.outcome import Outcome, Verdict
 from gitreduce.signature import SIGNATURE_VERSION, extract_signature, signature_matches
 
@@ -74,6 +74,13 @@ class TestSpec:
     signature_regex: str | None = None
     any_failure: bool = False
     env: Mapping[str, str] | None = None
+
+    def with_file_argument(self) -> "TestSpec | None":
+        """This test with the candidate's path as its last argument; None if the command
+        already places it with `{}`."""
+        if "{}" in self.command:
+            return None
+        return replace(self, command=f"{self.command} {{}}")
 
     def fingerprint(self) -> str:
         """Hex sha1 of all that can change a verdict, including the test scripts' bytes.
@@ -351,7 +358,7 @@ def calibrate(
         wanted = expect.value
         if spec.polarity == "interesting" and expect is Verdict.BAD:
             wanted = "interesting"
-        raise UserError(
+        raise MisclassifiedOriginal(
             f"the original input is not {wanted} under the test ({_describe(first)})"
             + (f": {excerpt}" if excerpt else "")
         )

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Literal, Protocol
@@ -22,7 +22,7 @@ from gitreduce.bisect import PathBisect, bisect_path
 from gitreduce.current import Current, render_deletions
 from gitreduce.dd import isolate_hunks, isolate_tokens
 from gitreduce.engine import Engine, Stats
-from gitreduce.errors import UserError
+from gitreduce.errors import MisclassifiedOriginal, UserError
 from gitreduce.gitstore import GitVerdictCache
 from gitreduce.oracle import Oracle, OracleClosed, TestSpec
 from gitreduce.outcome import Outcome, Verdict
@@ -64,6 +64,7 @@ class SingleSettings:
 
 
 class _Run(Protocol):
+    test: str
     stats: Stats
     wall_seconds: float
     interrupted: bool
@@ -79,6 +80,7 @@ def run_figures(run: _Run) -> dict[str, object]:
     """
     overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
     return {
+        "test": run.test,
         "wall_seconds": round(run.wall_seconds, 3),
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
         "overhead_seconds": round(overhead, 3),
@@ -104,6 +106,7 @@ class Summary:
     wall_seconds: float
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
     result: bytes = b""  # the reduced text, for reports
@@ -202,9 +205,27 @@ def calibrated_run(
     oracle's processes and the engine's threads are gone when the block ends,
     and the cache is saved after them.
     """
-    with sigterm_as_interrupt(), verdict_cache(store, spec, warnings) as cache:
+    with sigterm_as_interrupt(), ExitStack() as caches:
         calibration_started = time.monotonic()
-        spec, reference = calibrate(spec, cache)
+        cache = caches.enter_context(verdict_cache(store, spec, warnings))
+        try:
+            spec, reference = calibrate(spec, cache)
+        except MisclassifiedOriginal as without_argument:
+            # Scripts written as `test.sh FILE` (C-Reduce adapters, bench cases) get
+            # nothing in $1 under the git-bisect-run convention; if they classify the
+            # originals right once given the path, that is what the user meant.
+            with_argument = spec.with_file_argument()
+            if with_argument is None:
+                raise
+            cache = caches.enter_context(verdict_cache(store, with_argument, warnings))
+            try:
+                spec, reference = calibrate(with_argument, cache)
+            except UserError:
+                raise without_argument from None
+            warnings.append(
+                f"the test classifies the originals right only with the file as its argument, "
+                f"so it runs as: {spec.command}"
+            )
         calibration_seconds = time.monotonic() - calibration_started
         with Oracle(spec, jobs) as oracle:
             engine = Engine(
@@ -266,6 +287,7 @@ def reduce_file(
         if progress is not None:
             progress(current)
         reduce_program(current)
+    settings = replace(settings, test=run.spec.command)
     if output is not None:
         output.write_bytes(current.text)
     repo_path = store.repo_path(settings.path)
@@ -302,6 +324,7 @@ def reduce_file(
         wall_seconds=time.monotonic() - started,
         interrupted=run.interrupted,
         warnings=warnings,
+        test=settings.test,
         branch=branch,
         commits=commits,
         result=current.text,
@@ -352,6 +375,7 @@ class PairSummary:
     wall_seconds: float
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
     first_bad_commit: str | None = None
@@ -424,6 +448,7 @@ def reduce_pair_texts(
             seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     if run.interrupted:
         seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+    settings = replace(settings, test=run.spec.command)
     final = Alignment.of(seed_out, variant_out, grammar)
     summary = PairSummary(
         name=settings.name,
@@ -441,6 +466,7 @@ def reduce_pair_texts(
         wall_seconds=time.monotonic() - started,
         interrupted=run.interrupted,
         warnings=warnings,
+        test=settings.test,
     )
     _record_pair(store, result or ResultRequest(), settings, summary)
     return summary
@@ -505,11 +531,11 @@ def _calibrate_pair(
     try:
         calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
     except UserError as error:
-        raise UserError(f"seed: {error}") from None
+        raise type(error)(f"seed: {error}", error.exit_code) from None
     try:
         return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
     except UserError as error:
-        raise UserError(f"variant: {error}") from None
+        raise type(error)(f"variant: {error}", error.exit_code) from None
 
 
 def _record_pair(
@@ -578,7 +604,8 @@ def reduce_revisions(
     name = PurePosixPath(path).name
     settings = replace(settings, seed=seed, variant=variant, name=name, path=path)
     if revisions.bisect:
-        found = _bisect(repo, good, bad, path, settings, echo)
+        found, test = _bisect(repo, good, bad, path, settings, echo)
+        settings = replace(settings, test=test)
         if echo is not None:
             for line in found.report():
                 echo(line)
@@ -601,38 +628,36 @@ def _bisect(
     path: str,
     settings: PairSettings,
     echo: Callable[[str], None] | None,
-) -> PathBisect:
-    spec = _spec(settings)
+) -> tuple[PathBisect, str]:
+    """The first bad commit, and the test command as it ran (see `calibrated_run`)."""
     seed_expected = _seed_verdict(settings.polarity)
     warnings: list[str] = []
-    with (
-        sigterm_as_interrupt(),
-        verdict_cache(Store(repo, users=True), spec, warnings) as cache,
-    ):
-        spec, variant_outcome = _calibrate_pair(spec, settings, seed_expected, cache)
-        with Oracle(spec, settings.jobs) as oracle:
-            engine = Engine(
-                cache.recording(oracle.run),
-                lambda outcome: spec.is_interesting(variant_outcome, outcome),
-                jobs=settings.jobs,
-                cache=cache,
-            )
-            engine.pass_name = "bisect"
+    with calibrated_run(
+        Store(repo, users=True),
+        _spec(settings),
+        warnings,
+        settings.jobs,
+        lambda spec, cache: _calibrate_pair(spec, settings, seed_expected, cache),
+    ) as run:
+        run.engine.pass_name = "bisect"
 
-            def classify(content: bytes) -> Verdict:
-                outcome = engine.test(content)
-                if outcome.verdict is seed_expected:
-                    return Verdict.GOOD
-                if spec.is_interesting(variant_outcome, outcome):
-                    return Verdict.BAD
-                if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
-                    return Verdict.SKIP  # a different failure: like 125
-                return outcome.verdict
+        def classify(content: bytes) -> Verdict:
+            outcome = run.engine.test(content)
+            if outcome.verdict is seed_expected:
+                return Verdict.GOOD
+            if run.is_interesting(outcome):
+                return Verdict.BAD
+            if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
+                return Verdict.SKIP  # a different failure: like 125
+            return outcome.verdict
 
-            try:
-                return bisect_path(repo, good, bad, path, classify, echo)
-            finally:
-                engine.close()
+        found = bisect_path(repo, good, bad, path, classify, echo)
+    if run.interrupted:
+        raise KeyboardInterrupt
+    if echo is not None:
+        for warning in warnings:
+            echo(f"warning: {warning}")
+    return found, run.spec.command
 
 
 def _isolate(

@@ -160,6 +160,37 @@ def test_test_gets_the_candidate_as_placeholder(tmp_path):
     assert reproduces(cwd / "out.c")
 
 
+def argument_only_test(directory: Path) -> Path:
+    """A test in the style of bench cases' `test.sh FILE`: no argument, no verdict."""
+    script = directory / "needs-argument.sh"
+    script.write_text(
+        f'#!/bin/sh\n[ -n "$1" ] || exit 125\nunset GITREDUCE_FILE\nexec {TEST_SH} "$1"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_a_test_that_needs_the_file_as_argument_gets_it(tmp_path):
+    cwd = workdir(tmp_path)
+    argument_only_test(cwd)
+    process = run_cli(
+        "variant.c", "--test", "./needs-argument.sh", "--output", "out.c", "--json", cwd=cwd
+    )
+    assert process.returncode == 0, process.stderr
+    assert reproduces(cwd / "out.c")
+    summary = json.loads(process.stdout)
+    assert summary["test"] == "./needs-argument.sh {}"
+    assert summary["tokens_after"] < summary["tokens_before"]
+    assert any("only with the file as its argument" in w for w in summary["warnings"])
+
+
+def test_a_test_wrong_with_and_without_the_argument_reports_the_plain_run(tmp_path):
+    (tmp_path / "fine.c").write_text("int main(void) {\n    return 0;\n}\n")
+    argument_only_test(tmp_path)
+    process = run_cli("fine.c", "--test", "./needs-argument.sh", cwd=tmp_path)
+    check_one_line_error(process, "not bad", "exit 125")
+
+
 def test_plain_text_without_grammar_warns(tmp_path):
     (tmp_path / "notes.txt").write_text("alpha beta\ngamma NEEDLE delta\nepsilon\n")
     script = tmp_path / "has-needle.sh"

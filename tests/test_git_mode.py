@@ -801,3 +801,24 @@ def test_single_file_outside_a_repository_writes_name_reduced_ext(tmp_path):
     # verdicts went to the private cache repository under XDG_CACHE_HOME
     cache = tmp_path / "xdg-cache" / "gitreduce" / "cache.git"
     assert git("for-each-ref", "refs/reduce", cwd=cache) != ""
+
+
+def test_a_test_that_needs_the_file_as_argument_bisects_and_reduces(tmp_path):
+    repo = tmp_path / "repo"
+    shas = build_repo(repo, history(bug_at=5, broken_at=None)[:9])
+    script = tmp_path / "needs-argument.sh"
+    script.write_text(
+        f'#!/bin/sh\n[ -n "$1" ] || exit 125\nunset GITREDUCE_FILE\nexec {TEST_SH} "$1"\n'
+    )
+    script.chmod(0o755)
+    process = run_cli(
+        "main~8..main", "--", PATH, "--test", script, "--json", cwd=repo, home=tmp_path / "home"
+    )
+    summary = succeeded(process)
+    assert summary["first_bad_commit"] == shas[5]
+    assert summary["test"] == f"{script} {{}}"
+    assert summary["diff_tokens"][1] < summary["diff_tokens"][0]
+    assert "only with the file as its argument" in process.stderr
+    assert f"Reduced-With: {script} {{}}" in git(
+        "log", "-1", "--format=%B", summary["branch"], cwd=repo
+    )

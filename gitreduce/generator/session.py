@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,6 +98,7 @@ class GenerateSummary:
     text: bytes = b""
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
+    test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
 
@@ -658,6 +659,7 @@ def generate(
                 progress(searcher)
             reduce_trace(searcher, settings.strategy)
         pool.close()
+        settings = replace(settings, test=run.spec.command)
         best = searcher.current
         if output is not None:
             output.write_bytes(best.output)
@@ -685,6 +687,7 @@ def generate(
         text=best.output,
         interrupted=run.interrupted,
         warnings=warnings,
+        test=settings.test,
     )
     repo_path = store.repo_path(where)
     commit_message = result_message(
