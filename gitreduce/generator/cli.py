@@ -12,19 +12,21 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer.exceptions import TyperException
 
+from gitreduce.current import Current
 from gitreduce.errors import UserError
 from gitreduce.generator.replay import Alignment
 from gitreduce.generator.session import (
     DEFAULT_GENERATOR_TIMEOUT,
     GenerateSettings,
     GenerateSummary,
+    TraceSearcher,
     generate,
 )
 from gitreduce.options import (
@@ -91,6 +93,14 @@ def generate_command(
         str,
         typer.Option(help="When a reduced trace cannot be followed: halt, bypass or realign."),
     ] = "realign",
+    polish: Annotated[
+        bool,
+        typer.Option(
+            help="After the trace, reduce the input syntax-guided as `git reduce FILE` does, so "
+            "what the generator always writes can go too (--no-polish: keep an input the "
+            "generator itself writes; the branch holds both)."
+        ),
+    ] = True,
     jobs: Jobs = DEFAULT_JOBS,
     timeout: TestTimeout = None,
     generator_timeout: Annotated[
@@ -134,6 +144,7 @@ def generate_command(
             generator_timeout=generator_timeout,
             signature=signature,
             any_failure=any_failure,
+            polish=polish,
         )
         request = ResultRequest(branch=branch, force=force, patch=patch)
         summary = generate(settings, _progress(console), request)
@@ -144,20 +155,28 @@ def generate_command(
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _progress(console: Console) -> Callable[[Any], None]:
+def _progress(console: Console) -> Callable[[TraceSearcher | Current], None]:
     """A line per improvement, at most every few seconds when not on a terminal (CI logs)."""
     interval = 0.0 if console.is_terminal else 2.0
     last = [0.0]
 
-    def show(searcher: Any) -> None:
+    def show(state: TraceSearcher | Current) -> None:
         now = time.monotonic()
         if now - last[0] < interval:
             return
         last[0] = now
-        current, stats = searcher.current, searcher.engine.stats
+        stats = state.engine.stats
+        if isinstance(state, Current):
+            console.print(
+                f"{len(state.text)} bytes  {state.tokens} tokens  polishing "
+                f"({state.engine.pass_name})  tests {stats.tests_run}  {stats.elapsed:.0f}s",
+                highlight=False,
+            )
+            return
+        current = state.current
         console.print(
             f"{len(current.output)} bytes  {len(current.decisions)} decisions  "
-            f"tests {stats.tests_run}  generator runs {searcher.runs + 1}  {stats.elapsed:.0f}s",
+            f"tests {stats.tests_run}  generator runs {state.runs + 1}  {stats.elapsed:.0f}s",
             highlight=False,
         )
 
@@ -181,7 +200,8 @@ def print_summary(console: Console, summary: GenerateSummary) -> None:
         f"trace ({summary.strategy}, {summary.alignment}): {summary.decisions_before} → "
         f"{summary.decisions_after} decisions, {summary.parts_before} → {summary.parts_after} "
         f"reducible parts; {failed} re-executions yielded nothing, "
-        f"{summary.misaligned} misaligned decisions",
+        f"{summary.misaligned} misaligned decisions; the generator wrote "
+        f"{summary.tokens_generated} tokens",
         highlight=False,
     )
     if summary.branch is not None and summary.commits:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gitreduce import languages
+from gitreduce.current import Current
 from gitreduce.engine import Engine, Stats
 from gitreduce.errors import UserError
 from gitreduce.generator.reduce import Strategy, reduce_trace
@@ -45,7 +46,14 @@ from gitreduce.generator.trace import Trace
 from gitreduce.gitstore import GitVerdictCache, result_message
 from gitreduce.oracle import OracleClosed, TestSpec
 from gitreduce.outcome import Outcome, Verdict
-from gitreduce.session import calibrated_run, default_output, run_figures, sigterm_as_interrupt
+from gitreduce.reducer import reduce_program
+from gitreduce.session import (
+    calibrated_run,
+    default_output,
+    resolve_grammar,
+    run_figures,
+    sigterm_as_interrupt,
+)
 from gitreduce.store import ResultRequest, Store, calibrate_cached, record
 from gitreduce.syntax import Syntax, plain_tokens
 
@@ -70,6 +78,8 @@ class GenerateSettings:
     generator_timeout: float = DEFAULT_GENERATOR_TIMEOUT  # per generator run
     signature: str | None = None
     any_failure: bool = False
+    # After the trace: reduce the generated input as `git reduce FILE` would.
+    polish: bool = True
 
 
 @dataclass
@@ -95,6 +105,9 @@ class GenerateSummary:
     generator_failures: dict[str, int]
     misaligned: int
     wall_seconds: float
+    # the smallest input the generator itself wrote; `*_after` are after polishing
+    bytes_generated: int = 0
+    tokens_generated: int = 0
     text: bytes = b""
     interrupted: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -114,6 +127,8 @@ class GenerateSummary:
             "bytes_after": self.bytes_after,
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
+            "bytes_generated": self.bytes_generated,
+            "tokens_generated": self.tokens_generated,
             "decisions_before": self.decisions_before,
             "decisions_after": self.decisions_after,
             "parts_before": self.parts_before,
@@ -402,7 +417,7 @@ class GeneratorPool:
 # -- the engine's side -------------------------------------------------------------------
 
 
-class _Searcher:
+class TraceSearcher:
     """Evaluates batches of reduced traces through the engine: the searcher reduce.py drives."""
 
     def __init__(
@@ -413,7 +428,7 @@ class _Searcher:
         is_interesting: Callable[[Outcome], bool],
         settings: GenerateSettings,
         replay_timeout: float,
-        progress: Callable[[_Searcher], None] | None,
+        progress: Callable[[TraceSearcher], None] | None,
     ) -> None:
         self.engine = engine
         self.pool = pool
@@ -471,7 +486,7 @@ class _Judge:
     """
 
     def __init__(
-        self, searcher: _Searcher, base: Trace, base_id: int, smaller_than: int, size: int
+        self, searcher: TraceSearcher, base: Trace, base_id: int, smaller_than: int, size: int
     ) -> None:
         self._searcher = searcher
         self._base = base
@@ -578,7 +593,8 @@ def _reason(failure: str | None) -> str:
 
 # -- the session -------------------------------------------------------------------------
 
-Progress = Callable[[_Searcher], None]
+# Called with the searcher while the trace is reduced, then with the polishing state.
+Progress = Callable[[TraceSearcher | Current], None]
 
 
 def _tokens(name: str, text: bytes) -> int:
@@ -649,21 +665,26 @@ def generate(
             except UserError as error:
                 raise UserError(f"generated at seed {settings.seed}: {error}") from None
 
+        polisher: Current | None = None
         with calibrated_run(store, spec, warnings, settings.jobs, calibrate) as run:
             engine = run.engine
             engine.pass_name = settings.strategy
-            searcher = _Searcher(
+            searcher = TraceSearcher(
                 engine, pool, original, run.is_interesting, settings, replay_timeout, progress
             )
             if progress is not None:
                 progress(searcher)
             reduce_trace(searcher, settings.strategy)
+            if settings.polish:
+                polisher = _polisher(name, searcher.current.output, engine, progress, warnings)
+                reduce_program(polisher)
         pool.close()
         settings = replace(settings, test=run.spec.command)
         best = searcher.current
+        result_text = polisher.text if polisher is not None else best.output
         if output is not None:
-            output.write_bytes(best.output)
-    tokens = (_tokens(name, original.output), _tokens(name, best.output))
+            output.write_bytes(result_text)
+    tokens = (_tokens(name, original.output), _tokens(name, result_text))
     summary = GenerateSummary(
         generator=settings.generator,
         seed=settings.seed,
@@ -672,9 +693,11 @@ def generate(
         strategy=settings.strategy,
         alignment=settings.alignment.value,
         bytes_before=len(original.output),
-        bytes_after=len(best.output),
+        bytes_after=len(result_text),
         tokens_before=tokens[0],
         tokens_after=tokens[1],
+        bytes_generated=len(best.output),
+        tokens_generated=_tokens(name, best.output),
         decisions_before=len(original.decisions),
         decisions_after=len(best.decisions),
         parts_before=parts_before,
@@ -684,7 +707,7 @@ def generate(
         generator_failures=dict(searcher.failures),
         misaligned=searcher.misaligned,
         wall_seconds=time.monotonic() - started,
-        text=best.output,
+        text=result_text,
         interrupted=run.interrupted,
         warnings=warnings,
         test=settings.test,
@@ -704,12 +727,40 @@ def generate(
             f"Strategy: {settings.strategy}, alignment {settings.alignment.value}",
         ],
     )
+    versions = [(commit_message, best.output)]
+    if result_text != best.output:
+        versions.append(
+            (
+                result_message(
+                    f"git reduce: polished {repo_path} syntax-guided",
+                    path=repo_path,
+                    test=settings.test,
+                    bytes_before=summary.bytes_generated,
+                    bytes_after=summary.bytes_after,
+                    tokens_before=summary.tokens_generated,
+                    tokens_after=summary.tokens_after,
+                ),
+                result_text,
+            )
+        )
     summary.branch, summary.commits = record(
         store,
         result or ResultRequest(),
         hint=Path(name).stem,
         path=repo_path,
-        versions=[(commit_message, best.output)],
+        versions=versions,
         warnings=warnings,
     )
     return summary
+
+
+def _polisher(
+    name: str, generated: bytes, engine: Engine, progress: Progress | None, warnings: list[str]
+) -> Current:
+    """The single-file reducer's state on the generated input: what the generator always
+    writes (headers, a return, a format's newline) may go too, if the test allows."""
+    grammar, warning = resolve_grammar(Path(name), None)
+    if warning:
+        warnings.append(warning)
+    syntax = Syntax(grammar, generated) if grammar is not None else None
+    return Current(generated, engine, syntax, progress)
