@@ -234,6 +234,7 @@ def test_polishing_goes_below_what_the_generator_writes_and_keeps_both(workdir: 
     generated = polished.parents[0]
     assert generated.tree["word.txt"].data == b"c\nc\n"  # what the generator wrote
     assert "Generator: listing1.py:gen (seed 26524)" in generated.message
+    assert "Bytes: 8 -> 4" in generated.message and "Bytes: 4 -> 2" in polished.message
 
 
 def test_a_reexecution_that_hangs_is_only_a_failed_candidate(workdir: Path) -> None:

@@ -713,36 +713,40 @@ def generate(
         test=settings.test,
     )
     repo_path = store.repo_path(where)
-    commit_message = result_message(
-        f"git reduce: reduced {repo_path} by reducing its generator's execution",
-        path=repo_path,
-        test=settings.test,
-        bytes_before=summary.bytes_before,
-        bytes_after=summary.bytes_after,
-        tokens_before=summary.tokens_before,
-        tokens_after=summary.tokens_after,
-        extra=[
-            f"Generator: {settings.generator} (seed {settings.seed})",
-            f"Decisions: {summary.decisions_before} -> {summary.decisions_after}",
-            f"Strategy: {settings.strategy}, alignment {settings.alignment.value}",
-        ],
-    )
-    versions = [(commit_message, best.output)]
-    if result_text != best.output:
-        versions.append(
-            (
-                result_message(
-                    f"git reduce: polished {repo_path} syntax-guided",
-                    path=repo_path,
-                    test=settings.test,
-                    bytes_before=summary.bytes_generated,
-                    bytes_after=summary.bytes_after,
-                    tokens_before=summary.tokens_generated,
-                    tokens_after=summary.tokens_after,
-                ),
-                result_text,
-            )
+
+    def commit_message(subject: str, before: tuple[int, int], after: tuple[int, int]) -> str:
+        """`before`/`after`: (bytes, tokens)."""
+        return result_message(
+            subject,
+            path=repo_path,
+            test=settings.test,
+            bytes_before=before[0],
+            bytes_after=after[0],
+            tokens_before=before[1],
+            tokens_after=after[1],
+            extra=[
+                f"Generator: {settings.generator} (seed {settings.seed})",
+                f"Decisions: {summary.decisions_before} -> {summary.decisions_after}",
+                f"Strategy: {settings.strategy}, alignment {settings.alignment.value}",
+            ],
         )
+
+    original_size = (summary.bytes_before, summary.tokens_before)
+    generated_size = (summary.bytes_generated, summary.tokens_generated)
+    versions = [
+        (
+            commit_message(
+                f"git reduce: reduced {repo_path} by reducing its generator's execution",
+                original_size,
+                generated_size,
+            ),
+            best.output,
+        )
+    ]
+    if result_text != best.output:
+        subject = f"git reduce: polished {repo_path} syntax-guided"
+        final_size = (summary.bytes_after, summary.tokens_after)
+        versions.append((commit_message(subject, generated_size, final_size), result_text))
     summary.branch, summary.commits = record(
         store,
         result or ResultRequest(),
