@@ -7,8 +7,9 @@ names tree-sitter grammars share (`parameters`, `arguments`, `function`,
 Python alike. A second variant keeps the parameter alive as a local variable
 (`f(int a) {` becomes `f() { int a;`), C-Vise's param-to-local, so the body
 may go on using it. Type parameter lists (`template <typename T>`, Rust's
-`<T>`) pair with the type arguments of uses (`f<B>(...)`); their variant
-replaces the parameter's uses by the program's shortest built-in type.
+`<T>`) pair with the type arguments of uses (`f<B>(...)`, and `S<B>` in a
+Rust or Go type); their variant replaces the parameter's uses by the
+program's shortest built-in type.
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ def _functions(root: tree_sitter.Node) -> dict[tuple[bytes, str], _Function]:
         for field_name in ARGUMENT_FIELDS:
             arguments = node.child_by_field_name(field_name)
             name = _identifier_text(
-                node.child_by_field_name("function") or node.child_by_field_name("name")
+                node.child_by_field_name("function")
+                or node.child_by_field_name("name")
+                or node.child_by_field_name("type")
             )
             if arguments is not None and name is not None:
                 key = (name, _family(arguments))

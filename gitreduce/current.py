@@ -59,6 +59,11 @@ def render_deletions(text: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
     Merging and line-widening keep candidates free of blank-line debris, so
     they stay readable and their diffs stay small.
     """
+    return edits.apply(text, deletion_edits(text, ranges))
+
+
+def deletion_edits(text: bytes, ranges: Iterable[tuple[int, int]]) -> list[edits.Edit]:
+    """The edits `render_deletions` applies, for passes that add edits of their own."""
     merged: list[list[int]] = []
     for start, end in sorted(ranges):
         if merged and not text[merged[-1][1] : start].strip():
@@ -72,7 +77,7 @@ def render_deletions(text: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
         start = max(start, previous_end)
         deletions.append(edits.Edit(start, end))
         previous_end = end
-    return edits.apply(text, deletions)
+    return deletions
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ from gitreduce.current import Current, deletion_spans, render_deletions
 from gitreduce.tree_passes import list_units
 
 STATEMENT_LIKE = ("statement", "declaration", "definition", "item", "field_declaration")
+BLOCK_LIKE = ("block", "compound_statement")
 SEPARATOR = b","
 
 
-def _is_identifier(node: tree_sitter.Node) -> bool:
+def is_identifier(node: tree_sitter.Node) -> bool:
     return node.child_count == 0 and node.is_named and "identifier" in node.type
 
 
@@ -32,13 +33,21 @@ def _in_comma_list(node: tree_sitter.Node) -> bool:
     )
 
 
-def _enclosing_unit(leaf: tree_sitter.Node) -> tuple[tree_sitter.Node, bool] | None:
-    """The nearest comma-list element (True) or statement (False) around `leaf`."""
+def enclosing_unit(leaf: tree_sitter.Node) -> tuple[tree_sitter.Node, bool] | None:
+    """The nearest comma-list element (True) or statement (False) around `leaf`.
+
+    An element of a block counts as a statement whatever its kind, so that a
+    block's value in an expression language (Rust's tail `v` in `{ ..; v }`)
+    goes alone rather than taking its whole function along.
+    """
     node: tree_sitter.Node | None = leaf
     while node is not None and node.parent is not None:
         if _in_comma_list(node):
             return node, True
-        if node.type.endswith(STATEMENT_LIKE) and node.parent.named_child_count > 1:
+        statement_like = node.type.endswith(STATEMENT_LIKE) or (
+            node.is_named and node.parent.type.endswith(BLOCK_LIKE)
+        )
+        if statement_like and node.parent.named_child_count > 1:
             return node, False
         node = node.parent
     return None
@@ -71,7 +80,7 @@ def name_candidates(current: Current) -> Iterator[bytes]:
     pending = [parsed.tree.root_node]
     while pending:
         node = pending.pop()
-        if _is_identifier(node):
+        if is_identifier(node):
             occurrences.setdefault(node.text or b"", []).append(node)
         else:
             pending.extend(node.children)
@@ -80,7 +89,7 @@ def name_candidates(current: Current) -> Iterator[bytes]:
         key=lambda name: (-len(occurrences[name]), name),
     )
     for name in names:
-        units = [_enclosing_unit(leaf) for leaf in occurrences[name]]
+        units = [enclosing_unit(leaf) for leaf in occurrences[name]]
         if all(unit is not None for unit in units):
             spans = _deletion_spans([unit for unit in units if unit is not None])
             yield render_deletions(parsed.text, _outermost(spans))

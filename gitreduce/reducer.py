@@ -13,6 +13,7 @@ import re
 from gitreduce.call_pass import delete_parameters
 from gitreduce.current import Current, Unit, delete_units
 from gitreduce.name_pass import delete_names
+from gitreduce.return_pass import delete_results
 from gitreduce.syntax import plain_tokens
 from gitreduce.tree_passes import Catalog, TreeReducer
 from gitreduce.window_pass import delete_brackets, delete_windows
@@ -71,6 +72,8 @@ def reduce_program(current: Current) -> None:
             delete_names(current)
             engine.pass_name = "parameters"
             delete_parameters(current)
+            engine.pass_name = "results"
+            delete_results(current)
             engine.pass_name = "brackets"
             delete_brackets(current)
         else:
