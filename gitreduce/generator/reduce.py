@@ -195,6 +195,9 @@ class LocalSearcher:
         self._best = original
         self._verdicts: dict[bytes, bool] = {}
         self._seen: set[tuple[int, Edits]] = set()
+        # Keyed by id, so every base must outlive the search: a collected base's id
+        # could come back for a new trace and skip candidates never tried.
+        self._bases: dict[int, Trace] = {}
         self.result = LocalResult(original.output, original, original, runs=1)
 
     @property
@@ -203,6 +206,7 @@ class LocalSearcher:
 
     def first_success(self, base: Trace, removals: Sequence[Edits]) -> int | None:
         for index, removed in enumerate(removals):
+            self._bases[id(base)] = base
             key = (id(base), canonical(base, removed))
             if key in self._seen:
                 continue
