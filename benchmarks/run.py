@@ -335,6 +335,55 @@ def discover_cases(dirs: list[Path] | None) -> list[Case]:
     return _discover(dirs, is_case_dir, load_case)
 
 
+def _missing_debian_packages(case: Case) -> list[str]:
+    """The Debian packages case.json requires that dpkg does not know as installed."""
+    try:
+        wanted = json.loads((case.path / "case.json").read_text())["requires"]["debian"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    missing = []
+    for package in wanted:
+        status = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}", package],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if "install ok installed" not in status.stdout:
+            missing.append(package)
+    return missing
+
+
+def unusable_reason(case: Case) -> str | None:
+    """Why the case cannot be measured on this machine (test.sh misjudges its originals),
+    or None. A missing compiler would otherwise show up as a failed reduction."""
+    seeds = sorted(p for p in case.path.glob("seed.*") if p.is_file())
+    expected = [(case.variant, 1)] + [(seed, 0) for seed in seeds[:1]]
+    for path, want in expected:
+        got = run_test(case, path)
+        if got != want:
+            reason = f"test.sh {path.name} exits {got}, not {want}"
+            missing = _missing_debian_packages(case)
+            if missing:
+                reason += f" (case.json requires, not installed: {', '.join(missing)})"
+            return reason
+    return None
+
+
+def usable_cases(cases: list[CaseT], notes: list[str]) -> list[CaseT]:
+    """The cases this machine can run; the others are named in the notes and on stderr."""
+    usable = []
+    for case in cases:
+        reason = unusable_reason(case)
+        if reason is None:
+            usable.append(case)
+            continue
+        note = f"{case.name}: skipped, {reason}."
+        notes.append(note)
+        print(note, file=sys.stderr, flush=True)
+    return usable
+
+
 # ---------------------------------------------------------------------------- tools
 
 
@@ -1419,6 +1468,7 @@ def main_pairs(args: argparse.Namespace) -> int:
         print("git-reduce not found (see --gitreduce-cmd)", file=sys.stderr)
         return 2
     notes = pair_notes()
+    cases = usable_cases(cases, notes)
     meta: dict[str, Any] = {
         "mode": "pairs",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -1619,6 +1669,7 @@ def main(argv: list[str] | None = None) -> int:
             notes.append("git-reduce not found (see --gitreduce-cmd): skipped.")
     if "shrinkray" in args.tool_list and shutil.which("shrinkray") is None:
         notes.append("shrinkray not on PATH: skipped.")
+    cases = usable_cases(cases, notes)
     meta: dict[str, Any] = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": MACHINE_NOTE,
