@@ -232,10 +232,4 @@ def _outermost(candidate: list[edits.Edit]) -> list[edits.Edit] | None:
 
 def delete_parameters(current: Current) -> bool:
     """Try every function's parameters in turn, re-deriving after each success."""
-    progress = False
-    while (
-        current.parsed is not None
-        and current.try_candidates(parameter_candidates(current)) is not None
-    ):
-        progress = True
-    return progress
+    return current.try_until_none(parameter_candidates)

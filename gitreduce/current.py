@@ -48,6 +48,14 @@ class Current:
             self._on_change(self)
         return found[0]
 
+    def try_until_none(self, candidates_of: Callable[[Current], Iterable[bytes]]) -> bool:
+        """Take the first interesting candidate `candidates_of` derives from the current
+        parse, derive again, until none is; True if any was taken."""
+        progress = False
+        while self.parsed is not None and self.try_candidates(candidates_of(self)) is not None:
+            progress = True
+        return progress
+
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
         return self.try_candidates([rewrite(self.text)]) is not None

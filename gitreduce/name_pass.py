@@ -92,11 +92,11 @@ def name_candidates(current: Current) -> Iterator[bytes]:
         units = [enclosing_unit(leaf) for leaf in occurrences[name]]
         if all(unit is not None for unit in units):
             spans = _deletion_spans([unit for unit in units if unit is not None])
-            yield render_deletions(parsed.text, _outermost(spans))
+            yield render_deletions(parsed.text, outermost_spans(spans))
 
 
-def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Drop spans nested in (or overlapping) an earlier, wider one."""
+def outermost_spans(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Spans nested in an earlier, wider one dropped; overlapping ones merged."""
     result: list[tuple[int, int]] = []
     for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
         if result and start < result[-1][1]:
@@ -109,9 +109,4 @@ def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def delete_names(current: Current) -> bool:
     """Try each name's deletion in turn (re-deriving after every success); True if any went."""
-    progress = False
-    while (
-        current.parsed is not None and current.try_candidates(name_candidates(current)) is not None
-    ):
-        progress = True
-    return progress
+    return current.try_until_none(name_candidates)

@@ -18,7 +18,7 @@ import tree_sitter
 
 from gitreduce import edits
 from gitreduce.current import Current, deletion_edits
-from gitreduce.name_pass import enclosing_unit, is_identifier
+from gitreduce.name_pass import enclosing_unit, is_identifier, outermost_spans
 
 RESULT_FIELDS = ("return_type", "result")
 DECLARED_TYPE_FIELD = "type"
@@ -107,15 +107,6 @@ def _locals_of(
     return spans
 
 
-def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    result: list[tuple[int, int]] = []
-    for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
-        if result and start < result[-1][1]:
-            continue
-        result.append((start, end))
-    return result
-
-
 def _candidates_for(function: tree_sitter.Node, text: bytes) -> list[bytes]:
     """Largest first: result, values and the locals they name; result and values; result."""
     result = _result_edit(function)
@@ -130,9 +121,9 @@ def _candidates_for(function: tree_sitter.Node, text: bytes) -> list[bytes]:
     variants: list[list[tuple[int, int]]] = []
     locals_spans = _locals_of(values, body) if values else None
     if locals_spans is not None:
-        variants.append(_outermost(value_spans + locals_spans))
+        variants.append(outermost_spans(value_spans + locals_spans))
     if values:
-        variants.append(_outermost(value_spans))
+        variants.append(outermost_spans(value_spans))
     variants.append([])
     candidates: list[bytes] = []
     for spans in variants:
@@ -156,10 +147,4 @@ def return_candidates(current: Current) -> Iterator[bytes]:
 
 def delete_results(current: Current) -> bool:
     """Try each function in turn (re-deriving after every success); True if any changed."""
-    progress = False
-    while (
-        current.parsed is not None
-        and current.try_candidates(return_candidates(current)) is not None
-    ):
-        progress = True
-    return progress
+    return current.try_until_none(return_candidates)

@@ -44,10 +44,7 @@ def _window_candidates(current: Current, size: int, start_at: int) -> Iterator[b
 
 
 def delete_brackets(current: Current) -> bool:
-    progress = False
-    while current.try_candidates(_bracket_candidates(current)) is not None:
-        progress = True
-    return progress
+    return current.try_until_none(_bracket_candidates)
 
 
 def delete_windows(current: Current) -> bool:
