@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import tree_sitter
 
+from gitreduce.changed_current import reduce_changed_subtrees
 from gitreduce.ddmin import Subset, ddmin
 from gitreduce.languages import Grammar
 from gitreduce.pair import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
@@ -102,8 +103,9 @@ def _maximal_subtrees(tree: _Tree, wanted: Callable[[int], bool]) -> list[list[i
 
 
 def min_tdiff(current: PairCurrent) -> bool:
-    """Algorithm 2: shrink the subtrees the seed alone has (under both properties), then
-    the subtrees the variant alone has, then undo Δ_T's replacements one by one."""
+    """Algorithm 2: delete the subtrees the seed alone has (under both properties), then
+    those the variant alone has, token by token inside what stays; then MinSubtree (Perses
+    with hoisting) in each side's own subtrees; then undo Δ_T's replacements one by one."""
     syntax = current.syntax
     progress = False
     alignment = current.state.alignment
@@ -131,6 +133,9 @@ def min_tdiff(current: PairCurrent) -> bool:
     ]
     progress |= current.ddmin_deletions(variant_only, _remove_variant, try_empty=False)
     if syntax is not None:
+        # MinSubtree proper: hoisting inside what is left of each side's own subtrees
+        progress |= reduce_changed_subtrees(current, SEED)
+        progress |= reduce_changed_subtrees(current, VARIANT)
         progress |= undo_replacements(current, syntax)
     return progress
 

@@ -265,13 +265,15 @@ class TreeReducer:
         if shift:
             self._log.append(_Change(start, end, shift))
 
-    def sweep(self) -> bool:
+    def sweep(self, roots: list[tree_sitter.Node] | None = None) -> bool:
+        """Work through the heap from `roots` (default: the whole tree); True if it shrank."""
         parsed = self.current.parsed
         assert parsed is not None
         start_length = len(self.current.text)
         self._log.clear()
         self._heap.clear()
-        self._push(parsed.tree.root_node)
+        for root in roots if roots is not None else [parsed.tree.root_node]:
+            self._push(root)
         while self._heap:
             entry = heapq.heappop(self._heap)
             start, end = self._where_now(entry)
