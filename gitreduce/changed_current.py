@@ -30,7 +30,7 @@ REMEMBERED_BASES = 64
 class _Side:
     """Which tokens of one side's text belong to the difference, with prefix counts."""
 
-    def __init__(self, alignment: Alignment, side: str) -> None:
+    def __init__(self, alignment: Alignment, side: int) -> None:
         self.alignment = alignment
         tokens = alignment.seed if side == SEED else alignment.variant
         hunk = alignment.seed_hunk if side == SEED else alignment.variant_hunk
@@ -61,7 +61,7 @@ class _Side:
 class ChangedCurrent(Current):
     """The `side` program of the pair; an accepted candidate replaces the pair."""
 
-    def __init__(self, pair: PairCurrent, side: str) -> None:
+    def __init__(self, pair: PairCurrent, side: int) -> None:
         self.pair = pair
         self.side = side
         self.grammar = pair.syntax.grammar if pair.syntax is not None else None
@@ -142,7 +142,7 @@ class ChangedCurrent(Current):
         return self.pair.judge(self._measure(self.text, self.diff))
 
 
-def reduce_changed_subtrees(pair: PairCurrent, side: str) -> bool:
+def reduce_changed_subtrees(pair: PairCurrent, side: int) -> bool:
     """MinSubtree on every subtree only `side` has, until a sweep over them finds nothing."""
     if pair.syntax is None:
         return False

@@ -8,13 +8,17 @@ real pairwise test where the seed passes and the variant fails.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import make_engine
 
 from gitreduce import edits, languages
+from gitreduce.changed_current import ChangedCurrent, reduce_changed_subtrees
 from gitreduce.outcome import Outcome, Verdict
+from gitreduce.pair import SEED as SEED_SIDE
+from gitreduce.pair import VARIANT as VARIANT_SIDE
 from gitreduce.pair import Alignment, tokenize
 from gitreduce.pair_current import PairCandidate, PairCurrent
 from gitreduce.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
@@ -53,9 +57,11 @@ def bug(text: bytes) -> bool:
     return re.search(rb"\w=\w--;", flat(text)) is not None
 
 
-def pair_current(seed: bytes = SEED, variant: bytes = VARIANT) -> PairCurrent:
-    assert not bug(seed) and bug(variant)
-    engine = make_engine(bug, jobs=1)
+def pair_current(
+    seed: bytes = SEED, variant: bytes = VARIANT, rule: Callable[[bytes], bool] = bug
+) -> PairCurrent:
+    assert not rule(seed) and rule(variant)
+    engine = make_engine(rule, jobs=1)
     syntax = Syntax(C, variant)
 
     def seed_ok(outcome: Outcome) -> bool:
@@ -169,6 +175,37 @@ def test_min_tdiff_drops_the_seed_only_and_variant_only_subtrees_the_bug_does_no
     assert_properties_kept(current)
     assert b"x=y--;" in flat(current.state.variant_text())
     assert current.state.diff_tokens() < before
+
+
+def divides_by_a_call(text: bytes) -> bool:
+    return re.search(rb"/[\s(]*g\(", text) is not None
+
+
+def test_min_subtree_hoists_inside_what_only_the_variant_has() -> None:
+    """Deleting subtrees or tokens cannot make `/ (g(n) - g(n))` into `/ g(n)`: the
+    parentheses go only with the subtraction. Hoisting the call out of it can."""
+    seed = b"int g(int n);\nint f(int n) { return g(n); }\n"
+    variant = b"int g(int n);\nint f(int n) { return g(n) / (g(n) - g(n)); }\n"
+    current = pair_current(seed, variant, divides_by_a_call)
+    assert min_tdiff(current)
+    assert current.state.seed_text() == seed
+    reduced = flat(current.state.variant_text())
+    assert re.search(rb"\{returng\(n\)/g\(n?\);\}", reduced), reduced
+    assert current.state.diff_tokens() <= 5
+
+
+def test_changed_current_refuses_edits_of_shared_tokens_without_testing_them() -> None:
+    seed = b"int g(int n);\nint f(int n) { return g(n); }\n"
+    variant = b"int g(int n);\nint f(int n) { return g(n) / (g(n) - g(n)); }\n"
+    current = pair_current(seed, variant, divides_by_a_call)
+    view = ChangedCurrent(current, VARIANT_SIDE)
+    assert [flat(node.text or b"") for node in view.own_subtrees()] == [b"(g(n)-g(n))"]
+    tested_before = current.engine.stats.tests_run
+    at = variant.index(b"return g(n)") + len(b"return ")
+    shared = edits.apply(variant, [edits.Edit(at, at + len(b"g(n)"), b"0")])
+    assert view.try_candidates([shared, b"not rendered from the variant"]) is None
+    assert current.engine.stats.tests_run == tested_before
+    assert not reduce_changed_subtrees(current, SEED_SIDE)  # the seed has nothing of its own
 
 
 def test_undo_replacements_puts_back_the_seed_version_of_what_the_bug_does_not_need() -> None:
