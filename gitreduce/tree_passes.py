@@ -116,6 +116,9 @@ class Replacement:
     # Where the replaced range starts when not at the node itself (-1): a body
     # turned into `;` takes a constructor's initialiser list along.
     start: int = -1
+    # Deletions inside the node that leave `text` in its place, when that is not
+    # one replacement of its span: a body unwrapped from its statement, dedented.
+    deletions: tuple[tuple[int, int], ...] = ()
 
 
 class Catalog:
@@ -226,6 +229,74 @@ def _declaration_endings(node: tree_sitter.Node) -> list[Replacement]:
     return endings
 
 
+def _line_start(text: bytes, position: int) -> int:
+    return text.rfind(b"\n", 0, position) + 1
+
+
+def _dedent(text: bytes, node: tree_sitter.Node, block: tree_sitter.Node) -> list[tuple[int, int]]:
+    """Deletions that take `block`'s later lines back to `node`'s indentation.
+
+    Raises ValueError where that cannot be done by deleting indentation: a line
+    that does not start with the block's own (inside a string, say).
+    """
+    node_prefix = text[_line_start(text, node.start_byte) : node.start_byte]
+    block_line = _line_start(text, block.start_byte)
+    if block_line <= node.start_byte:  # `if x: a()`: the body shares the header's line
+        if b"\n" in text[block.start_byte : block.end_byte]:
+            raise ValueError("a body on the header's line that goes on")
+        return []
+    block_prefix = text[block_line : block.start_byte]
+    if node_prefix.strip() or block_prefix.strip() or not block_prefix.startswith(node_prefix):
+        raise ValueError("indentation the node and its body do not share")
+    deletions = []
+    line = text.find(b"\n", block.start_byte, block.end_byte)
+    while line >= 0:
+        line += 1
+        following = text.find(b"\n", line, block.end_byte)
+        content = text[line : following if following >= 0 else block.end_byte]
+        if content.strip():
+            if not content.startswith(block_prefix):
+                raise ValueError("a line less indented than its block (a string, a comment)")
+            deletions.append((line + len(node_prefix), line + len(block_prefix)))
+        line = following
+    return deletions
+
+
+def _unwrapped_bodies(node: tree_sitter.Node, parsed: Parsed) -> list[Replacement]:
+    """`node` replaced by the statements of a body block that has no braces of its own
+    (Python's, Lua's), dedented to `node`'s column.
+
+    Hoisting offers one statement of a body at a time; where a body is a
+    `{ ... }` it is a statement itself and hoists whole, but an indented body
+    is no statement, and the loop or condition around the needed lines would
+    stay for good.
+    """
+    text = parsed.text
+    found = []
+    for block in node.named_children:
+        if not block.type.endswith("block") or not block.named_child_count:
+            continue
+        if block.children[0].text in OPENING_BRACKETS:
+            continue
+        try:
+            dedents = _dedent(text, node, block)
+        except ValueError:
+            continue
+        deletions = (
+            (node.start_byte, block.start_byte),
+            *dedents,
+            (block.end_byte, node.end_byte),
+        )
+        pieces, position = [], node.start_byte
+        for start, end in deletions:
+            pieces.append(text[position:start])
+            position = end
+        pieces.append(text[position : node.end_byte])
+        tokens = parsed.tokens_in(block.start_byte, block.end_byte)
+        found.append(Replacement(tokens, b"".join(pieces), block.type, deletions=deletions))
+    return found
+
+
 class TreeReducer:
     """One sweep of the heap over the current tree; call `sweep` until it reports no progress."""
 
@@ -325,7 +396,8 @@ class TreeReducer:
             found.values(),
             key=lambda r: ((r.text, r.start) not in descendants, r.tokens, len(r.text), r.text),
         )[:HOIST_CANDIDATES]
-        return ranked + endings  # a body's `;` is offered however many descendants it has
+        # a whole body, and a body's `;`, are offered however many descendants there are
+        return ranked + _unwrapped_bodies(node, parsed) + endings
 
     def _hoist(self, node: tree_sitter.Node) -> tuple[bool, tree_sitter.Node | None]:
         """Replace `node` by the smallest compatible phrase that keeps the bug.
@@ -343,6 +415,9 @@ class TreeReducer:
 
         def rendered() -> Iterator[bytes]:
             for replacement in replacements:
+                if replacement.deletions:
+                    yield edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
+                    continue
                 edit = edits.Edit(span_start(replacement), node.end_byte, replacement.text)
                 yield edits.apply(text, [edit])
 

@@ -184,3 +184,47 @@ def test_operand_units_leave_brackets_and_separators_alone():
     text = b"int main(void) { f(a, b); }"
     arguments = first_node("c", text, "argument_list")
     assert operand_units(arguments) == []
+
+
+UNWRAP_PROGRAM = b'''def f(items):
+    total = 0
+    for item in items:
+        if item > 2:
+            print("big", item)
+            for part in item:
+                total = total + part
+        else:
+            pass
+    return total
+'''
+
+
+def test_an_indented_body_is_unwrapped_whole_and_dedented():
+    """The two needed statements sit in a loop and a condition whose bodies are no
+    statements: hoisting one statement would lose the other, so the body goes up whole,
+    its nested loop keeping its own indentation relative to it."""
+
+    def predicate(text: bytes) -> bool:
+        return (
+            parses_cleanly("python", text)
+            and b'print("big", item)' in text
+            and re.search(rb"\n( *)for part in item:\n\1    total = total \+ part", text)
+            is not None
+        )
+
+    result = reduce_text(UNWRAP_PROGRAM, "python", predicate)
+    assert result.text.strip() == (
+        b'print("big", item)\nfor part in item:\n    total = total + part'
+    ), result.text
+
+
+def test_a_body_with_a_line_less_indented_than_itself_stays_wrapped():
+    """A string's continuation line is not indentation: deleting "its" indent would
+    change the string, so that body is not unwrapped (and nothing breaks)."""
+    program = b'if x:\n    y = """a\nb"""\n    z = 1\n'
+
+    def predicate(text: bytes) -> bool:
+        return parses_cleanly("python", text) and b'"""a\nb"""' in text and b"z = 1" in text
+
+    result = reduce_text(program, "python", predicate)
+    assert b'"""a\nb"""' in result.text and parses_cleanly("python", result.text)
