@@ -102,10 +102,11 @@ def _maximal_subtrees(tree: _Tree, wanted: Callable[[int], bool]) -> list[list[i
     return groups
 
 
-def min_tdiff(current: PairCurrent) -> bool:
+def min_tdiff(current: PairCurrent, *, hoist: bool = True) -> bool:
     """Algorithm 2: delete the subtrees the seed alone has (under both properties), then
-    those the variant alone has, token by token inside what stays; then MinSubtree (Perses
-    with hoisting) in each side's own subtrees; then undo Δ_T's replacements one by one."""
+    those the variant alone has, token by token inside what stays; then (with `hoist`)
+    MinSubtree, Perses with hoisting, in each side's own subtrees; then undo Δ_T's
+    replacements one by one."""
     syntax = current.syntax
     progress = False
     alignment = current.state.alignment
@@ -132,10 +133,10 @@ def min_tdiff(current: PairCurrent) -> bool:
         if side == VARIANT and alignment.variant_hunk[index] >= 0
     ]
     progress |= current.ddmin_deletions(variant_only, _remove_variant, try_empty=False)
-    if syntax is not None:
-        # MinSubtree proper: hoisting inside what is left of each side's own subtrees
+    if syntax is not None and hoist:
         progress |= reduce_changed_subtrees(current, SEED)
         progress |= reduce_changed_subtrees(current, VARIANT)
+    if syntax is not None:
         progress |= undo_replacements(current, syntax)
     return progress
 
@@ -219,16 +220,21 @@ def min_commonality(current: PairCurrent) -> bool:
 def reduce_pair(current: PairCurrent) -> None:
     """Algorithm 1: MinTdiff, MinLdiff, MinCommonality, repeated until none pays."""
     engine = current.engine
+    hoist = False
     while True:
         before = measure(current.state)
         engine.pass_name = "min-tdiff"
-        min_tdiff(current)
+        # Hoisting inside the changes pays once MinLdiff has dropped the changes the bug
+        # does not need; before that it would polish hunks about to go whole. So the
+        # first round goes without, and only a round with it may end the loop.
+        min_tdiff(current, hoist=hoist)
         engine.pass_name = "min-ldiff"
         min_ldiff(current)
         engine.pass_name = "min-commonality"
         min_commonality(current)
-        if measure(current.state) >= before:
+        if hoist and measure(current.state) >= before:
             return
+        hoist = True
 
 
 __all__ = ["SEED", "PairCurrent", "measure", "reduce_pair"]
