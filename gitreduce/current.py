@@ -82,6 +82,7 @@ def deletion_edits(text: bytes, ranges: Iterable[tuple[int, int]]) -> list[edits
     previous_end = 0
     for start, end in merged:
         start, end = edits.widen_to_lines(text, start, end)
+        end = edits.take_following_blanks(text, start, end)
         start = max(start, previous_end)
         deletions.append(edits.Edit(start, end))
         previous_end = end

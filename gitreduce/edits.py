@@ -77,6 +77,19 @@ def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
     return rendered
 
 
+def take_following_blanks(text: bytes, start: int, end: int) -> int:
+    """The end of a deletion that opens a line's content, moved over the blanks after it.
+
+    Deleting `static` from `    static int f` would leave `     int f`: one
+    blank too many, an IndentationError in Python and noise in every result.
+    """
+    if text[text.rfind(b"\n", 0, start) + 1 : start].strip() or text[end - 1 : end] == b"\n":
+        return end  # content before it on its line, or whole lines: the next line's indent stays
+    while end < len(text) and text[end] in b" \t":
+        end += 1
+    return end
+
+
 def widen_to_lines(text: bytes, start: int, end: int) -> tuple[int, int]:
     """Grow a deletion over the whole lines it occupies, so removed code leaves no blank lines.
 

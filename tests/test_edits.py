@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gitreduce import edits
 from gitreduce.current import render_deletions
-from gitreduce.edits import Edit
+from gitreduce.edits import Edit, take_following_blanks
 
 WORD = re.compile(rb"\w+")
 
@@ -243,3 +243,16 @@ def test_a_rendered_text_remembers_its_base_and_edits() -> None:
     assert isinstance(rendered, edits.Rendered) and isinstance(rendered, bytes)
     assert rendered.base is base
     assert rendered.edits == tuple(sorted(changes))
+
+
+def test_a_deletion_opening_a_line_takes_the_blanks_after_it():
+    text = b"static int f() {\n    x = 1; y = 2;\n    z = 3;\n}\n"
+    assert render_deletions(text, [(0, 6)]) == b"int f() {\n    x = 1; y = 2;\n    z = 3;\n}\n"
+    at = text.index(b"x = 1;")
+    assert render_deletions(text, [(at, at + 6)]) == text.replace(b"x = 1; ", b"")
+    # a whole line goes alone: the next line keeps its indentation
+    assert render_deletions(text, [(at, at + 13)]) == text.replace(b"    x = 1; y = 2;\n", b"")
+    # content before it on the line: nothing more than the range
+    assert take_following_blanks(text, text.index(b"y = 2"), text.index(b"y = 2") + 1) == (
+        text.index(b"y = 2") + 1
+    )
