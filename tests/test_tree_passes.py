@@ -186,7 +186,7 @@ def test_operand_units_leave_brackets_and_separators_alone():
     assert operand_units(arguments) == []
 
 
-UNWRAP_PROGRAM = b'''def f(items):
+UNWRAP_PROGRAM = b"""def f(items):
     total = 0
     for item in items:
         if item > 2:
@@ -196,7 +196,7 @@ UNWRAP_PROGRAM = b'''def f(items):
         else:
             pass
     return total
-'''
+"""
 
 
 def test_an_indented_body_is_unwrapped_whole_and_dedented():
