@@ -20,6 +20,7 @@ from gitreduce.window_pass import delete_brackets, delete_windows
 
 _TRAILING_SPACE = re.compile(rb"[ \t]+$", re.MULTILINE)
 _BLANK_RUNS = re.compile(rb"\n{3,}")
+_FINAL_BLANK_LINES = re.compile(rb"\n\n+\Z")
 
 
 def token_units(current: Current) -> list[Unit]:
@@ -41,8 +42,10 @@ def line_units(text: bytes) -> list[Unit]:
 
 
 def tidy(text: bytes) -> bytes:
-    """Trailing blanks and runs of blank lines removed; indentation (and so Python) untouched."""
-    return _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).lstrip(b"\n")
+    """Trailing blanks, runs of blank lines and blank lines at either end removed;
+    indentation (and so Python) untouched."""
+    squeezed = _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).lstrip(b"\n")
+    return _FINAL_BLANK_LINES.sub(b"\n", squeezed)
 
 
 def sweep(current: Current, original: Catalog) -> bool:

@@ -277,6 +277,8 @@ def test_token_units_follow_the_grammar_or_words():
 
 def test_tidy_keeps_indentation():
     assert tidy(b"\n\nif x:  \n    y = 1\t\n\n\n\nz\n") == b"if x:\n    y = 1\n\nz\n"
+    assert tidy(b"int f() {\n}\n\n\n") == b"int f() {\n}\n"
+    assert tidy(b"int f;") == b"int f;"
 
 
 def test_delete_units_drops_separators_with_their_units():
