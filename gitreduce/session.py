@@ -553,7 +553,8 @@ def _record_pair(
         tokens=(summary.seed_before, summary.seed_after),
     )
     variant_message = message(
-        f"git reduce: failure-inducing change in {path} ({summary.diff_after} tokens)",
+        f"git reduce: failure-inducing change in {path} ({summary.diff_after} "
+        f"token{'' if summary.diff_after == 1 else 's'})",
         path=path,
         test=settings.test,
         sources=sources[1:],
