@@ -42,10 +42,25 @@ def line_units(text: bytes) -> list[Unit]:
 
 
 def tidy(text: bytes) -> bytes:
-    """Trailing blanks, runs of blank lines and blank lines at either end removed;
-    indentation (and so Python) untouched."""
+    """Trailing blanks, runs of blank lines and blank lines at either end removed, and
+    the indentation every line shares (what is left of a hoisted body); the
+    indentation of lines relative to each other (and so Python) untouched."""
     squeezed = _BLANK_RUNS.sub(b"\n\n", _TRAILING_SPACE.sub(b"", text)).lstrip(b"\n")
-    return _FINAL_BLANK_LINES.sub(b"\n", squeezed)
+    return _dedent(_FINAL_BLANK_LINES.sub(b"\n", squeezed))
+
+
+def _dedent(text: bytes) -> bytes:
+    lines = text.split(b"\n")
+    margins = [line[: len(line) - len(line.lstrip(b" \t"))] for line in lines if line.strip()]
+    if not margins:
+        return text
+    shared = margins[0]
+    for margin in margins[1:]:
+        while not margin.startswith(shared):
+            shared = shared[:-1]
+    if not shared:
+        return text
+    return b"\n".join(line[len(shared) :] if line.strip() else line for line in lines)
 
 
 def sweep(current: Current, original: Catalog) -> bool:

@@ -281,6 +281,12 @@ def test_tidy_keeps_indentation():
     assert tidy(b"int f;") == b"int f;"
 
 
+def test_tidy_removes_only_the_indentation_all_lines_share():
+    assert tidy(b"    if x:\n        y = 1\n\n    z\n") == b"if x:\n    y = 1\n\nz\n"
+    assert tidy(b"  a\n b\n") == b" a\nb\n"
+    assert tidy(b"\t  a\n  b\n") == b"\t  a\n  b\n"  # no margin in common
+
+
 def test_delete_units_drops_separators_with_their_units():
     text = b"f(a, b, c);"
     units = [Unit(2, 3, (3, 4)), Unit(5, 6, (6, 7)), Unit(8, 9)]
