@@ -23,6 +23,10 @@ from gitreduce import edits
 from gitreduce.current import Current
 
 PARAMETER_FIELDS = ("parameters", "type_parameters")
+# declaration kinds that declare variables (JavaScript's lexical_declaration, Go's
+# var_declaration, Rust's let_declaration, Lua's local variable_declaration)
+VARIABLE_DECLARATIONS = ("variable", "var_", "lexical", "let", "local", "property")
+VARIABLE_KEYWORDS = ("let", "var", "local")
 ARGUMENT_FIELDS = ("arguments", "type_arguments")
 
 
@@ -183,6 +187,7 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
     text = parsed.text
     functions = _functions(parsed.tree.root_node)
     stand_in = _smallest_type(parsed.tree.root_node)
+    keyword = _declaring_keyword(parsed.tree.root_node) or _grammar_keyword(current)
     for key in sorted(functions):
         function = functions[key]
         if not function.parameter_lists:
@@ -196,7 +201,7 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
             ]
             variants: list[list[edits.Edit] | None] = [deletions]
             if key[1] == "value":
-                variants.append(_as_local(function, position, deletions))
+                variants.append(_as_local(function, position, deletions, keyword))
             elif stand_in is not None:
                 variants.append(_inline_type_parameter(function, position, deletions, stand_in))
             for variant in variants:
@@ -205,14 +210,49 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
                     yield edits.apply(text, outermost)
 
 
+def _declaring_keyword(root: tree_sitter.Node) -> bytes | None:
+    """The keyword the program declares variables with (`let`, `var`, `local`), if it
+    has one: a parameter's text (`a`, `a: i32`, `a int`) only declares something after
+    it. None where declarations start with a type (C, Java): the text is one already.
+    `const` is passed over, since it wants a value."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        pending.extend(node.named_children)
+        if (
+            not node.type.endswith("declaration")
+            or not any(kind in node.type for kind in VARIABLE_DECLARATIONS)
+            or node.child_count < 2
+        ):
+            continue
+        first = node.children[0]
+        if not first.is_named and first.text and first.text.isalpha() and first.text != b"const":
+            return first.text
+    return None
+
+
+def _grammar_keyword(current: Current) -> bytes | None:
+    """A variable-declaring keyword the grammar has, for programs that show none."""
+    if current.syntax is None:
+        return None
+    language = current.syntax.grammar.language
+    for keyword in VARIABLE_KEYWORDS:
+        if language.id_for_node_kind(keyword, False):
+            return keyword.encode()
+    return None
+
+
 def _as_local(
-    function: _Function, position: int, deletions: list[edits.Edit]
+    function: _Function, position: int, deletions: list[edits.Edit], keyword: bytes | None
 ) -> list[edits.Edit] | None:
     for parameters in function.parameter_lists:
         elements = _elements(parameters)
         opening = _body_opening(parameters)
         if opening is not None and len(elements) > position and elements[position].text:
-            declaration = b" " + (elements[position].text or b"") + b";"
+            declared = elements[position].text or b""
+            if keyword is not None:
+                declared = keyword + b" " + declared
+            declaration = b" " + declared + b";"
             return [*deletions, edits.Edit(opening, opening, declaration)]
     return None
 

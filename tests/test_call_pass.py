@@ -390,12 +390,6 @@ def test_rust_type_parameters_pair_with_type_arguments():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="call pass: the param-to-local variant pastes the parameter's text, which declares "
-    "nothing outside C-like grammars: JavaScript gets `{ a; ...` (a ReferenceError), "
-    "Rust `{ a: i32; ...` (a syntax error)",
-)
 def test_javascript_parameter_kept_as_a_declared_local():
     program = b"function f(a) { return a; }\nf(7);\n"
     found = candidates(program, "javascript")
@@ -403,3 +397,19 @@ def test_javascript_parameter_kept_as_a_declared_local():
         tokens(b"function f() { " + keyword + b" a; return a; }\nf();\n") in found
         for keyword in (b"let", b"var")
     ), found
+
+
+@pytest.mark.parametrize(
+    ("language", "program", "local"),
+    [
+        ("go", b"package m\n\nfunc f(a int) int { return a }\nfunc g() { f(1) }\n", b"var a int ;"),
+        ("rust", b"fn f(a: i32) -> i32 { a }\nfn g() { f(1); }\n", b"let a : i32 ;"),
+        ("typescript", b"function f(a: number) { var b = a; }\nf(7);\n", b"var a : number ;"),
+        ("c", b"int f(int a) { return a; }\nint g(void) { return f(1); }\n", b"int a ;"),
+    ],
+)
+def test_a_parameter_kept_as_a_local_is_declared_the_program_s_way(language, program, local):
+    """The keyword the program declares with (TypeScript's `var` here), else one the
+    grammar has (`let`, `var`); none where a parameter's text is a declaration (C)."""
+    found = [b" ".join(candidate) for candidate in candidates(program, language)]
+    assert any(local in candidate for candidate in found), found
