@@ -160,9 +160,9 @@ def test_deleting_common_tokens_keeps_the_difference_and_deletes_their_partners(
         VARIANT, [edits.Edit(variant.starts[j], variant.ends[j]) for j in partners]
     )
     assert new_variant == expected
-    assert Alignment(tokenize(new_seed, C), tokenize(new_variant, C)).diff_size <= (
-        alignment.diff_size
-    )
+    # Counted in plain words: tree-sitter's error recovery lexes the same broken text
+    # differently in different contexts (`+=` as `+ =`), and arbitrary deletions break it.
+    assert Alignment.of(new_seed, new_variant).diff_size <= (Alignment.of(SEED, VARIANT).diff_size)
 
 
 # --- the reducers -------------------------------------------------------------------------
