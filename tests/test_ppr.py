@@ -19,7 +19,7 @@ from gitreduce.changed_current import ChangedCurrent, reduce_changed_subtrees
 from gitreduce.outcome import Outcome, Verdict
 from gitreduce.pair import SEED as SEED_SIDE
 from gitreduce.pair import VARIANT as VARIANT_SIDE
-from gitreduce.pair import Alignment, tokenize
+from gitreduce.pair import Alignment
 from gitreduce.pair_current import PairCandidate, PairCurrent
 from gitreduce.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
 from gitreduce.seed_current import SeedCurrent, VariantPatch
