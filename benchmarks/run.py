@@ -496,7 +496,12 @@ def run_gitreduce(case: Case, scratch: Path, args: argparse.Namespace) -> Result
     res.command = shlex.join(cmd)
     load0 = loadavg()
     stdout = scratch / "stdout.json" if mode == "stdout" else None
-    rc, wall, t0, t1, timed_out = run_group(cmd, scratch, log, args.timeout_per_case, stdout=stdout)
+    # outside a repository verdicts go to the user's cache: a fresh one, or a rerun of a
+    # case would replay the last run's verdicts instead of running its tests
+    env = dict(os.environ, XDG_CACHE_HOME=str(scratch / "cache"))
+    rc, wall, t0, t1, timed_out = run_group(
+        cmd, scratch, log, args.timeout_per_case, stdout=stdout, env=env
+    )
     res.exit_status, res.wall_seconds, res.timed_out = rc, round(wall, 2), timed_out
     res.extra.update(loadavg_before=load0, loadavg_after=loadavg())
     if stdout is not None and stdout.is_file():
@@ -1649,6 +1654,8 @@ def main(argv: list[str] | None = None) -> int:
         "Sizes: tokens.py (tree-sitter leaves, comments excluded).",
         "Cases and tools run strictly one at a time; the machine is shared, so wall times "
         "are noisy (load averages are in results.json).",
+        "git-reduce runs with a fresh, empty XDG_CACHE_HOME: no verdict of an earlier run "
+        "is reused.",
     ]
     args.gitreduce_argv = None
     args.gitreduce_stats_mode = None
