@@ -13,15 +13,13 @@ never changes and the difference can only shrink.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
 from itertools import accumulate
 
 import tree_sitter
 
 from gitreduce import edits
-from gitreduce.current import Current
 from gitreduce.pair import SEED, Alignment, tokenize
-from gitreduce.pair_current import Measure, PairCandidate, PairCurrent, PairJudge
+from gitreduce.pair_current import Measure, PairCandidate, PairCurrent, PairJudge, SideCurrent
 from gitreduce.tree_passes import Catalog, TreeReducer
 
 REMEMBERED_BASES = 64
@@ -58,7 +56,7 @@ class _Side:
         return last - first
 
 
-class ChangedCurrent(Current):
+class ChangedCurrent(SideCurrent):
     """The `side` program of the pair; an accepted candidate replaces the pair."""
 
     def __init__(self, pair: PairCurrent, side: int) -> None:
@@ -121,22 +119,6 @@ class ChangedCurrent(Current):
             else:
                 pending.extend(node.named_children)
         return found
-
-    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
-        def pairs() -> Iterator[PairCandidate]:
-            for candidate in candidates:
-                yield self._pair(candidate)
-
-        found = self.engine.first_judged(pairs(), self._judge())
-        if found is None:
-            return None
-        winner = found[1]
-        alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
-        self.text = winner.seed if self.side == SEED else winner.variant
-        self.parsed = self.syntax.parse(self.text) if self.syntax is not None else None
-        self._adopt(alignment)
-        self.pair.adopt(alignment.full())
-        return found[0]
 
     def _judge(self) -> PairJudge:
         return self.pair.judge(self._measure(self.text, self.diff))

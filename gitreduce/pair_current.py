@@ -11,12 +11,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from gitreduce.current import Current
 from gitreduce.ddmin import Subset, ddmin
 from gitreduce.engine import Engine, Precheck
 from gitreduce.outcome import Outcome
-from gitreduce.pair import PairState
+from gitreduce.pair import SEED, Alignment, PairState
 from gitreduce.syntax import Syntax
+
+if TYPE_CHECKING:
+    from gitreduce.languages import Grammar
 
 # (difference tokens, then the programs' size), compared lexicographically; what
 # "the programs' size" counts is up to the reducer, so long as one run compares
@@ -191,3 +196,40 @@ class PairCurrent:
         before = measure(base)
         ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
         return measure(self.state) < before
+
+
+class SideCurrent(Current):
+    """One program of a pair as a `Current`, so single-program passes can work on it:
+    each candidate text becomes a candidate pair (`_pair`), both programs are judged,
+    and the winner replaces the whole pair."""
+
+    side: int
+    pair: PairCurrent
+    grammar: Grammar | None
+
+    def _pair(self, candidate: bytes) -> PairCandidate:
+        raise NotImplementedError
+
+    def _judge(self) -> PairJudge:
+        raise NotImplementedError
+
+    def _adopt(self, alignment: Alignment) -> None:
+        raise NotImplementedError
+
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        def pairs() -> Iterator[PairCandidate]:
+            for candidate in candidates:
+                yield self._pair(candidate)
+
+        found = self.engine.first_judged(pairs(), self._judge())
+        if found is None:
+            return None
+        self._accept(found[1])
+        return found[0]
+
+    def _accept(self, winner: PairCandidate) -> None:
+        alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
+        self.text = winner.seed if self.side == SEED else winner.variant
+        self.parsed = self.syntax.parse(self.text) if self.syntax is not None else None
+        self._adopt(alignment)
+        self.pair.adopt(alignment.full())

@@ -18,12 +18,11 @@ text over a changed region has no sound counterpart and is refused untested.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from gitreduce import edits
-from gitreduce.current import Current
-from gitreduce.pair import Alignment, tokenize
-from gitreduce.pair_current import Measure, PairCandidate, PairCurrent, PairJudge
+from gitreduce.pair import SEED, Alignment, tokenize
+from gitreduce.pair_current import Measure, PairCandidate, PairCurrent, PairJudge, SideCurrent
 
 # Seed texts whose variant is remembered: a ddmin renders every candidate from
 # the text it started on, several accepted candidates back.
@@ -139,10 +138,11 @@ class VariantPatch:
         return variant.leads[partner]
 
 
-class SeedCurrent(Current):
+class SeedCurrent(SideCurrent):
     """The pair's seed as a `Current`; an accepted candidate replaces the whole pair."""
 
     def __init__(self, pair: PairCurrent) -> None:
+        self.side = SEED
         self.pair = pair
         self.grammar = pair.syntax.grammar if pair.syntax is not None else None
         self._patches: dict[bytes, VariantPatch] = {}
@@ -191,23 +191,5 @@ class SeedCurrent(Current):
             self._accept(found[1])
         return found is not None
 
-    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
-        def pairs() -> Iterator[PairCandidate]:
-            for candidate in candidates:
-                yield self._pair(candidate)
-
-        found = self.engine.first_judged(pairs(), self._judge())
-        if found is None:
-            return None
-        self._accept(found[1])
-        return found[0]
-
     def _judge(self) -> PairJudge:
         return self.pair.judge(self._measure(self.text, self.variant, self.diff))
-
-    def _accept(self, winner: PairCandidate) -> None:
-        alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
-        self.text = winner.seed
-        self.parsed = self.syntax.parse(winner.seed) if self.syntax is not None else None
-        self._adopt(alignment)
-        self.pair.adopt(alignment.full())
