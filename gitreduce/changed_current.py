@@ -60,14 +60,8 @@ class ChangedCurrent(SideCurrent):
     """The `side` program of the pair; an accepted candidate replaces the pair."""
 
     def __init__(self, pair: PairCurrent, side: int) -> None:
-        self.pair = pair
-        self.side = side
-        self.grammar = pair.syntax.grammar if pair.syntax is not None else None
         self._sides: dict[bytes, _Side] = {}
-        state = pair.state
-        seed, variant = state.seed_text(), state.variant_text()
-        super().__init__(seed if side == SEED else variant, pair.engine, pair.syntax)
-        self._adopt(Alignment.of(seed, variant, self.grammar))
+        super().__init__(pair, side)
 
     def _adopt(self, alignment: Alignment) -> None:
         own = _Side(alignment, self.side)

@@ -203,9 +203,13 @@ class SideCurrent(Current):
     each candidate text becomes a candidate pair (`_pair`), both programs are judged,
     and the winner replaces the whole pair."""
 
-    side: int
-    pair: PairCurrent
-    grammar: Grammar | None
+    def __init__(self, pair: PairCurrent, side: int) -> None:
+        self.pair = pair
+        self.side = side
+        self.grammar: Grammar | None = pair.syntax.grammar if pair.syntax is not None else None
+        seed, variant = pair.state.seed_text(), pair.state.variant_text()
+        super().__init__(seed if side == SEED else variant, pair.engine, pair.syntax)
+        self._adopt(Alignment.of(seed, variant, self.grammar))
 
     def _pair(self, candidate: bytes) -> PairCandidate:
         raise NotImplementedError

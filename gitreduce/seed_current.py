@@ -142,14 +142,8 @@ class SeedCurrent(SideCurrent):
     """The pair's seed as a `Current`; an accepted candidate replaces the whole pair."""
 
     def __init__(self, pair: PairCurrent) -> None:
-        self.side = SEED
-        self.pair = pair
-        self.grammar = pair.syntax.grammar if pair.syntax is not None else None
         self._patches: dict[bytes, VariantPatch] = {}
-        state = pair.state
-        seed, variant = state.seed_text(), state.variant_text()
-        super().__init__(seed, pair.engine, pair.syntax)
-        self._adopt(Alignment.of(seed, variant, self.grammar))
+        super().__init__(pair, SEED)
 
     def _adopt(self, alignment: Alignment) -> None:
         self._patches[alignment.seed.text] = VariantPatch(alignment)
