@@ -136,6 +136,31 @@ def test_acceptable_rejects_new_errors():
     assert not syntax.acceptable(b"int x = (1;\n")
 
 
+def test_an_empty_python_body_is_an_error_though_tree_sitter_parses_it():
+    """tree-sitter-python gives `def f():` with nothing under it an empty block and no
+    error; Python says "expected an indented block", so no test is spent on it."""
+    syntax = Syntax(languages.load("python"), b"def f():\n    pass\n\nf()\n")
+    assert syntax.baseline_errors == 0
+    assert not syntax.acceptable(b"def f():\n\nf()\n")
+    assert not syntax.acceptable(b"if x:\n    y()\nelse:\n\nz()\n")
+    assert syntax.acceptable(b"def f():\n    f\n\nf()\n")
+
+
+def test_a_reduced_python_body_keeps_a_statement():
+    program = b"def helper(a, b):\n    total = a * b\n    return total\n\n\nhelper(1, 2)\n"
+
+    def predicate(text: bytes) -> bool:
+        return (
+            parses_cleanly("python", text)
+            and b"def helper" in text
+            and re.search(rb"^helper\(", text, re.M) is not None
+        )
+
+    result = reduce_text(program, "python", predicate)
+    assert Syntax(languages.load("python"), program).acceptable(result.text), result.text
+    assert re.fullmatch(rb"def helper\(\):\n    \S.*\n+helper\(\)\n", result.text), result.text
+
+
 # --- the units the tree pass deletes -----------------------------------------------------
 
 
