@@ -9,6 +9,7 @@ original way).
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -198,7 +199,7 @@ class PairCurrent:
         return measure(self.state) < before
 
 
-class SideCurrent(Current):
+class SideCurrent(Current, ABC):
     """One program of a pair as a `Current`, so single-program passes can work on it:
     each candidate text becomes a candidate pair (`_pair`), both programs are judged,
     and the winner replaces the whole pair."""
@@ -211,14 +212,17 @@ class SideCurrent(Current):
         super().__init__(seed if side == SEED else variant, pair.engine, pair.syntax)
         self._adopt(Alignment.of(seed, variant, self.grammar))
 
+    @abstractmethod
     def _pair(self, candidate: bytes) -> PairCandidate:
-        raise NotImplementedError
+        """The pair `candidate` (a text of this side) stands for; measure None if none."""
 
+    @abstractmethod
     def _judge(self) -> PairJudge:
-        raise NotImplementedError
+        """The judge of candidate pairs against the current pair."""
 
+    @abstractmethod
     def _adopt(self, alignment: Alignment) -> None:
-        raise NotImplementedError
+        """Take `alignment` (of the pair just accepted) as the base of later candidates."""
 
     def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
         def pairs() -> Iterator[PairCandidate]:
