@@ -136,7 +136,7 @@ run() {
     short=$(git rev-parse --short "$sha")
     branch=reduce/$short
     log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log
-    tmp=$(mktemp -d "${TMPDIR:-/tmp}/gitreduce-hook.XXXXXX") || return 0
+    tmp=$(mktemp -d) || return 0  # in $TMPDIR, else /tmp
     trap 'rm -rf "$tmp"' EXIT
     echo "$(date '+%Y-%m-%d %H:%M:%S') $short: $exe $sha^..$sha -- $path --test '$test_cmd'"
     "$exe" "$sha^..$sha" -- "$path" --test "$test_cmd" --no-bisect --branch "$branch" --force \
