@@ -8,6 +8,7 @@ lines, then tokens. A final tidy normalises white space when the test agrees.
 
 from __future__ import annotations
 
+import os
 import re
 
 from gitreduce.call_pass import delete_parameters
@@ -54,10 +55,7 @@ def _dedent(text: bytes) -> bytes:
     margins = [line[: len(line) - len(line.lstrip(b" \t"))] for line in lines if line.strip()]
     if not margins:
         return text
-    shared = margins[0]
-    for margin in margins[1:]:
-        while not margin.startswith(shared):
-            shared = shared[:-1]
+    shared = os.path.commonprefix(margins)  # noqa: RUF071 -- a prefix of characters is meant
     if not shared:
         return text
     return b"\n".join(line[len(shared) :] if line.strip() else line for line in lines)

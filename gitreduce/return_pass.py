@@ -44,9 +44,9 @@ def _result_edit(function: tree_sitter.Node) -> edits.Edit | None:
         result = function.child_by_field_name(field_name)
         if result is not None:
             arrow = result.prev_sibling
-            with_arrow = arrow is not None and arrow.type == "->"
-            start = arrow.start_byte if with_arrow and arrow else result.start_byte
-            return edits.Edit(start, result.end_byte)
+            if arrow is not None and arrow.type == "->":
+                return edits.Edit(arrow.start_byte, result.end_byte)
+            return edits.Edit(result.start_byte, result.end_byte)
     declared = function.child_by_field_name(DECLARED_TYPE_FIELD)
     if declared is None or declared.text == VOID:
         return None

@@ -113,8 +113,7 @@ class Syntax:
         root = self._parser.parse(text).root_node
         if not root.has_error and not self._empty_blocks_are_errors:
             return True
-        errors = self._errors(root)
-        return errors == 0 or errors <= self.baseline_errors
+        return self._errors(root) <= self.baseline_errors
 
 
 def plain_tokens(text: bytes) -> list[tuple[int, int]]:

@@ -287,13 +287,10 @@ def _unwrapped_bodies(node: tree_sitter.Node, parsed: Parsed) -> list[Replacemen
             *dedents,
             (block.end_byte, node.end_byte),
         )
-        pieces, position = [], node.start_byte
-        for start, end in deletions:
-            pieces.append(text[position:start])
-            position = end
-        pieces.append(text[position : node.end_byte])
+        rendered = edits.apply(text, [edits.Edit(*span) for span in deletions])
+        unwrapped = rendered[node.start_byte : node.end_byte + len(rendered) - len(text)]
         tokens = parsed.tokens_in(block.start_byte, block.end_byte)
-        found.append(Replacement(tokens, b"".join(pieces), block.type, deletions=deletions))
+        found.append(Replacement(tokens, unwrapped, block.type, deletions=deletions))
     return found
 
 
