@@ -35,7 +35,7 @@ FIXTURE = ROOT / "fixtures" / "generator"
 GEN_C = FIXTURE / "gen_c.py"
 TEST_SH = FIXTURE / "test.sh"
 TOKENS = ROOT.parent / "shared" / "bench" / "tools" / "tokens.py"
-CLI = "import sys; from gitreduce.cli import main; sys.exit(main())"
+CLI = "import sys; from gitreduce.cli.app import main; sys.exit(main())"
 
 
 def bad_seeds(count: int) -> list[int]:

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import tree_sitter
 
-from gitreduce import languages
-from gitreduce.current import Current
-from gitreduce.engine import Engine, Stats
-from gitreduce.outcome import Outcome, Verdict
-from gitreduce.reducer import reduce_program
-from gitreduce.syntax import Syntax
+from gitreduce.core.current import Current
+from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.passes.schedule import reduce_program
 
 Predicate = Callable[[bytes], bool]
 
@@ -52,7 +52,7 @@ def reduce_text(
     accepted: list[bytes] = []
     passes: list[str] = []
     engine = make_engine(predicate, jobs, tested)
-    grammar = languages.load(language) if language else None
+    grammar = grammars.load(language) if language else None
     if language:
         assert grammar is not None, language
     syntax = Syntax(grammar, text) if grammar else None
@@ -69,8 +69,14 @@ def reduce_text(
     return Reduction(current.text, engine.stats, tested, accepted, passes)
 
 
+def current_for(text: bytes, language: str, predicate: Predicate = lambda text: True) -> Current:
+    grammar = grammars.load(language)
+    assert grammar is not None
+    return Current(text, make_engine(predicate, jobs=1), Syntax(grammar, text))
+
+
 def parser(language: str) -> tree_sitter.Parser:
-    grammar = languages.load(language)
+    grammar = grammars.load(language)
     assert grammar is not None
     return grammar.parser()
 

@@ -1,0 +1,264 @@
+"""`git reduce`: parse the command line, run the session, map errors to exit codes.
+
+Exit codes: 0 done; 1 internal error; 2 bad input or an unusable test (one-line
+message); 130 interrupted (the best result so far is still written).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from typer.exceptions import TyperException
+
+from gitreduce.cli.history import History, chain
+from gitreduce.cli.html import write_html
+from gitreduce.cli.options import (
+    DEFAULT_JOBS,
+    EXIT_INTERRUPTED,
+    AnyFailure,
+    AsJson,
+    Branch,
+    Debug,
+    Force,
+    InterestingCommand,
+    Jobs,
+    PatchFile,
+    Quiet,
+    Signature,
+    TestCommand,
+    TestTimeout,
+    reported_errors,
+    resolve_test,
+)
+from gitreduce.cli.progress import (
+    PairProgressPrinter,
+    ProgressPrinter,
+    print_pair_summary,
+    print_summary,
+    write_pair,
+)
+from gitreduce.core.errors import UserError
+from gitreduce.git.store import ResultRequest, Store
+from gitreduce.sessions.modes import (
+    PAIR_ALGORITHMS,
+    PairSettings,
+    RevisionSettings,
+    SingleSettings,
+    read_input,
+    reduce_file,
+    reduce_pair_texts,
+    reduce_revisions,
+)
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.command(
+    help=(
+        "Reduce FILE to a smaller file that still fails the test the same way, or "
+        "(--seed S --variant V, or GOOD..BAD -- PATH) reduce a passing seed and a failing "
+        "variant together until the few tokens that differ are the failure-inducing change.\n\n"
+        "The test follows `git bisect run`: exit 0 = good, 125 = cannot be tested, "
+        "other 1-127 = bad (the bug), >=128 = the test broke. With --interesting, exit 0 "
+        "means 'still shows the bug' (C-Reduce/C-Vise scripts). The candidate is "
+        "`{}` in the command and $GITREDUCE_FILE, and sits under its own name in the "
+        "test's working directory.\n\n"
+        "Exit codes: 0 done, 2 bad input or unusable test, 130 interrupted "
+        "(best result so far written), 1 internal error."
+    )
+)
+def reduce(
+    targets: Annotated[
+        list[str] | None,
+        typer.Argument(help="FILE to reduce, or GOOD..BAD then -- PATH.", show_default=False),
+    ] = None,
+    seed: Annotated[
+        Path | None, typer.Option("--seed", help="The passing program (pairwise mode).")
+    ] = None,
+    variant: Annotated[
+        Path | None, typer.Option("--variant", help="The failing program derived from the seed.")
+    ] = None,
+    algorithm: Annotated[
+        str,
+        typer.Option(
+            help="Pairwise algorithm: ppr (default); dd (Zeller's dd over the diff's hunks); "
+            "dd-empty (the PPR paper's baseline: dd over the variant's tokens from an empty "
+            "program, the seed ignored)."
+        ),
+    ] = "ppr",
+    no_bisect: Annotated[
+        bool, typer.Option("--no-bisect", help="Take GOOD and BAD as they are; do not bisect.")
+    ] = False,
+    branch: Branch = None,
+    force: Force = False,
+    patch: PatchFile = None,
+    test: TestCommand = None,
+    interesting: InterestingCommand = None,
+    jobs: Jobs = DEFAULT_JOBS,
+    timeout: TestTimeout = None,
+    language: Annotated[
+        str | None, typer.Option(help="Grammar to parse with (default: from the extension).")
+    ] = None,
+    signature: Signature = None,
+    any_failure: AnyFailure = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Where to write the result (default: NAME.reduced.EXT)."
+        ),
+    ] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+    ] = None,
+    as_json: AsJson = False,
+    quiet: Quiet = False,
+    debug: Debug = False,
+) -> None:
+    console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    with reported_errors(console, debug):
+        command, polarity = resolve_test(test, interesting, signature, any_failure)
+        if algorithm not in PAIR_ALGORITHMS:
+            raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
+        if (seed is None) != (variant is None):
+            raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
+        request = ResultRequest(branch=branch, force=force, patch=patch)
+        revisions = _revisions(targets or [], no_bisect)
+        if (seed is not None and variant is not None) or revisions is not None:
+            if targets and revisions is None:
+                raise UserError("give either FILE or --seed/--variant, not both")
+            pair_settings = PairSettings(
+                seed=read_input(seed) if seed is not None else b"",
+                variant=read_input(variant) if variant is not None else b"",
+                name=variant.name if variant is not None else "",
+                test=command,
+                polarity=polarity,
+                jobs=jobs,
+                timeout=timeout,
+                language=language,
+                signature=signature,
+                any_failure=any_failure,
+                algorithm=PAIR_ALGORITHMS[algorithm],
+            )
+            if output is not None and not output.is_dir():
+                raise UserError(f"--output {output} must be an existing directory")
+            pair_progress = PairProgressPrinter(console)
+            history = History()
+            observe = chain(pair_progress, history)
+            try:
+                if revisions is not None:
+                    pair_summary = reduce_revisions(
+                        revisions,
+                        pair_settings,
+                        observe,
+                        request,
+                        echo=lambda line: console.print(line, highlight=False, markup=False),
+                    )
+                else:
+                    assert variant is not None
+                    store = Store.near(variant)
+                    pair_summary = reduce_pair_texts(pair_settings, store, observe, request)
+            finally:
+                pair_progress.stop()
+            # Files only when asked for, or for plain files outside any repository:
+            # otherwise the result branch is the result and the work tree stays untouched.
+            if output is None and revisions is None and variant is not None:
+                output = None if Store.near(variant).users else variant.resolve().parent
+            written = write_pair(pair_summary, output) if output is not None else None
+            print_pair_summary(console, pair_summary, written, patch)
+            record = pair_summary.as_dict() | {
+                "seed_output": str(written[0]) if written else None,
+                "variant_output": str(written[1]) if written else None,
+                "patch": str(patch) if patch is not None else None,
+                "html": str(html) if html is not None else None,
+            }
+            if html is not None:
+                write_html(html, record, pair_summary.seed, pair_summary.variant, history)
+            if as_json:
+                sys.stdout.write(json.dumps(record, indent=2) + "\n")
+            if pair_summary.interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED)
+            return
+        if not targets or len(targets) != 1:
+            raise UserError(
+                "give one FILE to reduce, --seed FILE --variant FILE, or GOOD..BAD -- PATH"
+            )
+        settings = SingleSettings(
+            path=Path(targets[0]),
+            test=command,
+            polarity=polarity,
+            jobs=jobs,
+            timeout=timeout,
+            language=language,
+            signature=signature,
+            any_failure=any_failure,
+            output=output,
+        )
+        progress = ProgressPrinter(console)
+        history = History()
+        try:
+            summary = reduce_file(settings, chain(progress, history), request)
+        finally:
+            progress.stop()
+        print_summary(console, summary, patch)
+        record = summary.as_dict() | {
+            "patch": str(patch) if patch is not None else None,
+            "html": str(html) if html is not None else None,
+        }
+        if html is not None:
+            write_html(html, record, None, summary.result, history)
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    if summary.interrupted:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _revisions(targets: list[str], no_bisect: bool) -> RevisionSettings | None:
+    """`GOOD..BAD PATH` (PATH after `--`), or None when the targets name a plain file."""
+    if not targets or ".." not in targets[0] or Path(targets[0]).exists():
+        return None
+    if len(targets) != 2:
+        raise UserError("give one path after the revision range: git reduce GOOD..BAD -- PATH")
+    return RevisionSettings(revisions=targets[0], path=targets[1], bisect=not no_bisect)
+
+
+def paths_last(argv: list[str]) -> list[str]:
+    """`GOOD..BAD -- PATH --test CMD` as DESIGN.md writes it: options may follow the paths.
+
+    Everything after `--` is positional to click, so the paths (the words right
+    after `--` that are not options) move to the end, behind their `--`.
+    """
+    if "--" not in argv:
+        return argv
+    at = argv.index("--")
+    end = at + 1
+    while end < len(argv) and not argv[end].startswith("-"):
+        end += 1
+    return argv[:at] + argv[end:] + argv[at:end]
+
+
+def main() -> None:
+    """Entry point; click's usage errors become one `error:` line too."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["hooks"] and not Path("hooks").is_file():
+        from gitreduce.git import hooks
+
+        sys.exit(hooks.main(argv[1:]))
+    if argv[:1] == ["generate"] and not Path("generate").is_file():
+        from gitreduce.cli.generate import main as generate_main
+
+        generate_main(argv[1:])  # exits itself: 0 / 1 / 2 / 130
+    try:
+        code = app(args=paths_last(argv), standalone_mode=False)
+    except TyperException as error:  # usage errors: unknown option, bad value
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/] {error.format_message()}", highlight=False
+        )
+        code = 2
+    except typer.Abort:
+        code = EXIT_INTERRUPTED
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,86 @@
+"""The command-line options every mode shares, declared once so their names, help and
+checks cannot drift apart between `git reduce` and `git reduce generate`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from gitreduce.core.errors import UserError
+
+EXIT_INTERRUPTED = 130
+
+TestCommand = Annotated[
+    str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
+]
+InterestingCommand = Annotated[
+    str | None,
+    typer.Option("--interesting", help="Test command, C-Reduce convention (0 = bug)."),
+]
+Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tests run in parallel.")]
+DEFAULT_JOBS = os.cpu_count() or 1
+TestTimeout = Annotated[
+    float | None,
+    typer.Option("--timeout", help="Seconds per test (default: 10x the original's run, >= 1s)."),
+]
+Signature = Annotated[
+    str | None,
+    typer.Option("--signature", help="Regex the failure's output must match (default: auto)."),
+]
+AnyFailure = Annotated[
+    bool, typer.Option("--any-failure", help="Accept any bad exit, not just the same bug.")
+]
+Branch = Annotated[
+    str | None, typer.Option("--branch", help="Result branch (default: reduce/<name>).")
+]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing result branch.")]
+PatchFile = Annotated[
+    Path | None, typer.Option("--patch", help="Also write the result as a mail-ready patch.")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
+
+
+def resolve_test(
+    test: str | None, interesting: str | None, signature: str | None, any_failure: bool
+) -> tuple[str, Literal["bisect", "interesting"]]:
+    """The test to run and its convention, once the options are known to agree."""
+    if (test is None) == (interesting is None):
+        raise UserError("give exactly one of --test CMD or --interesting CMD")
+    if signature is not None and any_failure:
+        raise UserError("--signature and --any-failure exclude each other")
+    if test is not None:
+        return test, "bisect"
+    return str(interesting), "interesting"
+
+
+@contextmanager
+def reported_errors(console: Console, debug: bool) -> Iterator[None]:
+    """Every failure as one line with its documented exit code: 2 for what the user can
+    fix, 130 for Ctrl-C, 1 for a bug of ours (its traceback only with --debug)."""
+    errors = Console(stderr=True, soft_wrap=True)
+    try:
+        yield
+    except UserError as error:
+        errors.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        raise typer.Exit(error.exit_code) from None
+    except KeyboardInterrupt:
+        console.print("interrupted", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except typer.Exit:
+        raise
+    except Exception as error:
+        if debug:
+            raise
+        errors.print(
+            f"[red]internal error:[/] {escape(repr(error))} (rerun with --debug)", highlight=False
+        )
+        raise typer.Exit(1) from None

@@ -1,0 +1,133 @@
+"""The best text so far, and the deletion-rendering every list-style pass shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from gitreduce.core import edits
+from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.engine import Engine
+from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
+
+
+class Current:
+    """Holds the smallest interesting text found so far; only the engine's answers change it."""
+
+    def __init__(
+        self,
+        text: bytes,
+        engine: Engine,
+        syntax: Syntax | None,
+        on_change: Callable[[Current], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.syntax = syntax
+        self._on_change = on_change
+        self.text = text
+        self.parsed: Parsed | None = syntax.parse(text) if syntax else None
+
+    @property
+    def tokens(self) -> int:
+        if self.parsed is not None:
+            return self.parsed.tokens
+        return len(plain_tokens(self.text))
+
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        """Index of the first interesting candidate, which becomes current; None if none is."""
+        precheck = self.syntax.acceptable if self.syntax else None
+        found = self.engine.first_success(
+            candidates, smaller_than=len(self.text), precheck=precheck
+        )
+        if found is None:
+            return None
+        self.text = found[1]
+        if self.syntax is not None:
+            self.parsed = self.syntax.parse(self.text)
+        if self._on_change is not None:
+            self._on_change(self)
+        return found[0]
+
+    def try_until_none(self, candidates_of: Callable[[Current], Iterable[bytes]]) -> bool:
+        """Take the first interesting candidate `candidates_of` derives from the current
+        parse, derive again, until none is; True if any was taken."""
+        progress = False
+        while self.parsed is not None and self.try_candidates(candidates_of(self)) is not None:
+            progress = True
+        return progress
+
+    def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
+        """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
+        return self.try_candidates([rewrite(self.text)]) is not None
+
+
+def render_deletions(text: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:
+    """Delete byte ranges, joining ranges separated only by white space and taking whole lines.
+
+    Merging and line-widening keep candidates free of blank-line debris, so
+    they stay readable and their diffs stay small.
+    """
+    return edits.apply(text, deletion_edits(text, ranges))
+
+
+def deletion_edits(text: bytes, ranges: Iterable[tuple[int, int]]) -> list[edits.Edit]:
+    """The edits `render_deletions` applies, for passes that add edits of their own."""
+    merged: list[list[int]] = []
+    for start, end in sorted(ranges):
+        if merged and not text[merged[-1][1] : start].strip():
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    deletions = []
+    previous_end = 0
+    for start, end in merged:
+        start, end = edits.widen_to_lines(text, start, end)
+        end = edits.take_following_blanks(text, start, end)
+        start = max(start, previous_end)
+        deletions.append(edits.Edit(start, end))
+        previous_end = end
+    return deletions
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One deletable element: its byte span and the list separator it owns, if any."""
+
+    start: int
+    end: int
+    separator: tuple[int, int] | None = None
+
+
+def deletion_spans(units: Sequence[Unit], kept: Sequence[int]) -> list[tuple[int, int]]:
+    """Spans that delete every unit not in `kept` (ascending indices), separators included.
+
+    A unit takes its separator along; the last kept unit drops its separator
+    too when everything after it went, so no list ends in a dangling `,`.
+    """
+    keep = set(kept)
+    spans = []
+    for index, unit in enumerate(units):
+        if index not in keep:
+            spans.append((unit.start, unit.end))
+            if unit.separator is not None:
+                spans.append(unit.separator)
+    if kept:
+        last = units[kept[-1]]
+        if kept[-1] < len(units) - 1 and last.separator is not None:
+            spans.append(last.separator)
+    return spans
+
+
+def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
+    """ddmin over units of the current text (see `deletion_spans`); True if any went."""
+    snapshot = current.text
+    before = len(snapshot)
+
+    def render(kept: Subset) -> bytes:
+        return render_deletions(snapshot, deletion_spans(units, kept))
+
+    def first_success(subsets: Sequence[Subset]) -> int | None:
+        return current.try_candidates(render(subset) for subset in subsets)
+
+    ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
+    return len(current.text) < before

@@ -1,0 +1,292 @@
+"""The one road from a candidate to the oracle: gate, cache, parallel runs, deterministic winner.
+
+Passes hand the engine an ordered batch of candidates (texts, or seed/variant
+pairs) with a judge, and ask for the first interesting one. Cheap checks come
+first (not smaller, already known, does not parse); what survives is judged
+in parallel, up to `jobs` at once. Later
+candidates are only speculation: the answer is always the lowest-indexed
+success, so results do not depend on `--jobs` or on which run finishes first.
+Runs still going when the answer is known are left to finish and fill the
+cache ("orphans") instead of being killed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from gitreduce.core.outcome import Outcome
+
+
+def blob_id(content: bytes) -> str:
+    """The git blob id of `content`: the cache key, so the git store can reuse it as is."""
+    digest = hashlib.sha1(b"blob %d\0" % len(content))
+    digest.update(content)
+    return digest.hexdigest()
+
+
+class VerdictCache(Protocol):
+    """Verdicts by blob id, for one test fingerprint."""
+
+    def get(self, key: str) -> Outcome | None: ...
+
+    def put(self, key: str, outcome: Outcome) -> None: ...
+
+
+class MemoryCache:
+    """A process-local verdict cache."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[str, Outcome] = {}
+
+    def get(self, key: str) -> Outcome | None:
+        return self._verdicts.get(key)
+
+    def put(self, key: str, outcome: Outcome) -> None:
+        self._verdicts[key] = outcome
+
+
+@dataclass
+class Stats:
+    """Counters a reporter shows and the benchmark reads."""
+
+    tests_run: int = 0
+    cache_hits: int = 0
+    not_smaller: int = 0
+    syntax_rejected: int = 0
+    interesting: int = 0
+    oracle_busy_seconds: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+    by_pass: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+Precheck = Callable[[bytes], bool]
+C = TypeVar("C")
+
+
+class Judge(Protocol[C]):
+    """Decides whether a candidate of some shape (a text, a seed/variant pair) is interesting.
+
+    `quick` answers from cheap checks alone (size, syntax, cached verdicts) in
+    the main thread, or returns None; `full` runs in a worker thread and may
+    call `Engine.outcome` for as many tests as the candidate needs.
+    """
+
+    def quick(self, candidate: C) -> bool | None: ...
+
+    def full(self, candidate: C) -> bool: ...
+
+
+class TextJudge:
+    """The single-program judge: smaller, parses, and the test says interesting."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        is_interesting: Callable[[Outcome], bool],
+        smaller_than: int,
+        precheck: Precheck | None,
+    ) -> None:
+        self._engine = engine
+        self._is_interesting = is_interesting
+        self._smaller_than = smaller_than
+        self._precheck = precheck
+
+    def quick(self, candidate: bytes) -> bool | None:
+        engine = self._engine
+        if len(candidate) >= self._smaller_than:
+            engine.stats.not_smaller += 1
+            return False
+        cached = engine.recall(candidate)
+        if cached is not None:
+            return self._is_interesting(cached)
+        if not engine.parses(candidate, self._precheck):
+            return False
+        return None
+
+    def full(self, candidate: bytes) -> bool:
+        return self._is_interesting(self._engine.outcome(candidate))
+
+
+class Engine:
+    """Runs batches of candidates through their judge and the oracle."""
+
+    def __init__(
+        self,
+        run_test: Callable[[bytes], Outcome],
+        is_interesting: Callable[[Outcome], bool],
+        *,
+        jobs: int,
+        cache: VerdictCache | None = None,
+    ) -> None:
+        self._run_test = run_test
+        self._is_interesting = is_interesting
+        self.jobs = max(1, jobs)
+        self.cache: VerdictCache = cache if cache is not None else MemoryCache()
+        self.stats = Stats()
+        self.pass_name = "start"
+        self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="oracle")
+        self._lock = threading.Lock()
+        self._jobs_in_flight: set[Future[bool]] = set()
+        self._tests_in_flight: dict[str, threading.Event] = {}
+        self._syntax_rejects: set[str] = set()
+        self._running = 0
+        self._busy_since = 0.0
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def recall(self, text: bytes) -> Outcome | None:
+        """A verdict already known for `text`, counted as a cache hit."""
+        cached = self.cache.get(blob_id(text))
+        if cached is not None:
+            self.stats.cache_hits += 1
+        return cached
+
+    def parses(self, text: bytes, precheck: Precheck | None) -> bool:
+        """The syntax pre-check, remembered per text so a rejected text is parsed once."""
+        if precheck is None:
+            return True
+        key = blob_id(text)
+        if key in self._syntax_rejects:
+            return False
+        if precheck(text):
+            return True
+        self.stats.syntax_rejected += 1
+        self._syntax_rejects.add(key)
+        return False
+
+    def outcome(self, text: bytes) -> Outcome:
+        """The test's verdict on `text`: cached, awaited from another worker, or run now.
+
+        Called from worker threads; a text is never tested twice at once.
+        """
+        key = blob_id(text)
+        while True:
+            with self._lock:
+                cached = self.cache.get(key)
+                if cached is not None:
+                    return cached
+                running = self._tests_in_flight.get(key)
+                if running is None:
+                    self._tests_in_flight[key] = threading.Event()
+                    break
+            running.wait()
+        try:
+            return self._timed_run(key, text)
+        finally:
+            with self._lock:
+                self._tests_in_flight.pop(key).set()
+
+    def _timed_run(self, key: str, text: bytes) -> Outcome:
+        with self._lock:
+            if self._running == 0:
+                self._busy_since = time.monotonic()
+            self._running += 1
+        try:
+            outcome = self._run_test(text)
+        finally:
+            with self._lock:
+                self._running -= 1
+                if self._running == 0:
+                    self.stats.oracle_busy_seconds += time.monotonic() - self._busy_since
+        with self._lock:
+            self.cache.put(key, outcome)
+            self.stats.tests_run += 1
+            self.stats.by_pass[self.pass_name] = self.stats.by_pass.get(self.pass_name, 0) + 1
+        return outcome
+
+    def test(self, text: bytes) -> Outcome:
+        """Run (or recall) one text without any gate: for originals and final checks."""
+        cached = self.recall(text)
+        if cached is not None:
+            return cached
+        return self._executor.submit(self.outcome, text).result()
+
+    def _submit(self, judge: Judge[C], candidate: C) -> Future[bool]:
+        future = self._executor.submit(judge.full, candidate)
+        with self._lock:
+            self._jobs_in_flight.add(future)
+        future.add_done_callback(self._job_done)
+        return future
+
+    def _job_done(self, future: Future[bool]) -> None:
+        with self._lock:
+            self._jobs_in_flight.discard(future)
+
+    def _busy(self) -> int:
+        with self._lock:
+            return len(self._jobs_in_flight)
+
+    def first_success(
+        self,
+        candidates: Iterable[bytes],
+        *,
+        smaller_than: int,
+        precheck: Precheck | None = None,
+    ) -> tuple[int, bytes] | None:
+        """The lowest-indexed interesting text and the text itself, or None."""
+        judge = TextJudge(self, self._is_interesting, smaller_than, precheck)
+        return self.first_judged(candidates, judge)
+
+    def first_judged(self, candidates: Iterable[C], judge: Judge[C]) -> tuple[int, C] | None:
+        """The lowest-indexed candidate `judge` finds interesting, or None.
+
+        Candidates are pulled lazily, at most `jobs` judgements in flight
+        (orphans of earlier batches included), and never past a known success.
+        """
+        pending = iter(enumerate(candidates))
+        held: dict[int, C] = {}
+        running: dict[int, Future[bool]] = {}
+        known: dict[int, bool] = {}
+        next_to_resolve = 0
+        earliest_success: int | None = None
+        exhausted = False
+        while True:
+            while next_to_resolve in known:
+                if known[next_to_resolve]:
+                    self.stats.interesting += 1
+                    return next_to_resolve, held[next_to_resolve]
+                held.pop(next_to_resolve, None)
+                next_to_resolve += 1
+            while not exhausted and earliest_success is None and self._busy() < self.jobs:
+                try:
+                    index, candidate = next(pending)
+                except StopIteration:
+                    exhausted = True
+                    break
+                held[index] = candidate
+                verdict = judge.quick(candidate)
+                if verdict is None:
+                    running[index] = self._submit(judge, candidate)
+                else:
+                    known[index] = verdict
+                    if verdict:
+                        earliest_success = index
+            if next_to_resolve in known:
+                continue
+            if not running:
+                if exhausted or earliest_success is not None:
+                    return None
+                with self._lock:
+                    orphans = list(self._jobs_in_flight)
+                if orphans:
+                    wait(orphans, return_when=FIRST_COMPLETED)
+                continue
+            wait(list(running.values()), return_when=FIRST_COMPLETED)
+            for index in [index for index, future in running.items() if future.done()]:
+                known[index] = running.pop(index).result()
+                if known[index] and (earliest_success is None or index < earliest_success):
+                    earliest_success = index
+            if earliest_success is not None:
+                for index in [index for index in running if index > earliest_success]:
+                    del running[index]  # speculation past the winner: left to fill the cache

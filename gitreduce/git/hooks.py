@@ -1,0 +1,402 @@
+"""`git reduce hooks install|uninstall`: wire reduction into a repository's commits.
+
+The post-commit hook (its text is `POST_COMMIT`; `hooks/post-commit` in the
+source tree is the same file, for those who install hooks by hand) reduces
+every commit whose message carries a `Reduce-Test: CMD` trailer against its
+parent, in the background, and attaches the minimal failure-inducing change
+to the commit as a note under `refs/notes/reduce`. Fuzzers that store their
+findings as commits (seed, then variant with the trailer) thus get each
+finding triaged while they go on; `git log --notes=reduce` shows the results.
+
+Installing writes into the repository's hooks directory, `core.hooksPath` if
+set (relative to the work tree, as git reads it), else `.git/hooks`, and
+records the absolute path of the `git-reduce` running the install, so the
+hook finds it even when the virtualenv is not on PATH. A hook we did not
+write is only replaced with `--force`, and then kept as `<hook>.pre-gitreduce`
+(uninstall puts it back).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import pygit2
+import typer
+from rich.console import Console
+from typer.exceptions import TyperException
+
+from gitreduce.core.errors import UserError
+
+MARKER = "# gitreduce-hook:"
+BACKUP_SUFFIX = ".pre-gitreduce"
+_EXECUTABLE_LINE = "GITREDUCE_EXE=''"
+
+POST_COMMIT = r"""#!/bin/sh
+# gitreduce-hook: post-commit
+#
+# Installed by `git reduce hooks install`; `git reduce hooks uninstall` removes it.
+#
+# When a commit's message ends with the trailers
+#
+#     Reduce-Test: CMD     the test, as for `git bisect run`: 0 good, 1-127 bad, 125 skip
+#     Reduce-Path: PATH    optional; default: the one file the commit changed
+#
+# this hook reduces HEAD^..HEAD in the background (the parent holds the passing
+# seed, the commit the failing variant) and attaches the minimal
+# failure-inducing change to the commit as a note; see them with
+#
+#     git log --notes=reduce
+#
+# The result is also kept as the branch reduce/<short sha>. CMD runs in the
+# root of the work tree. The commit is never delayed or failed: the hook
+# returns at once and always exits 0. It acts on `git commit` (and --amend)
+# only, not on cherry-pick, revert, rebase or am, so a commit written
+# elsewhere never runs its trailer's command here by being picked.
+# Log: $GIT_DIR/gitreduce-hook.log. Off for one command: GITREDUCE_HOOK=0.
+
+# The git-reduce that installed this hook (used while it exists), else PATH's.
+GITREDUCE_EXE=''
+
+say() {
+    printf 'git-reduce hook: %s\n' "$*" >&2
+}
+
+trailer() {
+    # The last value of trailer $1 (any case) among $trailers.
+    printf '%s\n' "$trailers" | awk -v key="$1" '
+        BEGIN { key = tolower(key) ":" }
+        tolower(substr($0, 1, length(key))) == key {
+            value = substr($0, length(key) + 1); sub(/^[ \t]+/, "", value)
+        }
+        END { if (value != "") print value }'
+}
+
+launch() {
+    [ "${GITREDUCE_HOOK:-1}" = 0 ] && return 0
+    trailers=$(git log -1 --format=%B HEAD 2>/dev/null | git interpret-trailers --parse 2>/dev/null)
+    test_cmd=$(trailer Reduce-Test)
+    [ -n "$test_cmd" ] || return 0
+    sha=$(git rev-parse -q --verify HEAD) || return 0
+    short=$(git rev-parse --short "$sha") || return 0
+    action=$(git reflog -1 --format=%gs HEAD 2>/dev/null)
+    case $action in
+    "" | commit*) ;;
+    *)
+        say "$short not reduced: only \`git commit\` runs a Reduce-Test (this was ${action%%:*})"
+        return 0
+        ;;
+    esac
+    if ! git rev-parse -q --verify "$sha^" >/dev/null; then
+        say "$short not reduced: it has no parent to be the passing seed"
+        return 0
+    fi
+    path=$(trailer Reduce-Path)
+    if [ -z "$path" ]; then
+        changed=$(git -c core.quotePath=false diff-tree --no-commit-id --name-only -r \
+            "$sha^" "$sha")
+        count=$(printf '%s' "$changed" | grep -c '')
+        if [ "$count" -ne 1 ]; then
+            say "$short not reduced: it changes $count files;" \
+                "name the one to reduce in a 'Reduce-Path: PATH' trailer"
+            return 0
+        fi
+        path=$changed
+    fi
+    exe=
+    if [ -n "$GITREDUCE_EXE" ] && [ -x "$GITREDUCE_EXE" ]; then
+        exe=$GITREDUCE_EXE
+    else
+        exe=$(command -v git-reduce 2>/dev/null)
+    fi
+    if [ -z "$exe" ]; then
+        say "$short not reduced: git-reduce not found;" \
+            "put it on PATH or run git reduce hooks install --force"
+        return 0
+    fi
+    log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log || return 0
+    say "reducing $path of $short in the background; then: git log --notes=reduce -1 $short"
+    # Fully detached: own session, no terminal, no pipe to git. git returns at once.
+    if command -v setsid >/dev/null 2>&1; then
+        setsid "$0" --gitreduce-run "$exe" "$sha" "$path" "$test_cmd" </dev/null >>"$log" 2>&1 &
+    else
+        nohup "$0" --gitreduce-run "$exe" "$sha" "$path" "$test_cmd" </dev/null >>"$log" 2>&1 &
+    fi
+}
+
+run() {
+    # The background part: reduce, then attach the note (written verbatim, via a blob).
+    exe=$1 sha=$2 path=$3 test_cmd=$4
+    unset GIT_INDEX_FILE  # git commit's index may be a temporary one, gone by now
+    short=$(git rev-parse --short "$sha")
+    branch=reduce/$short
+    log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log
+    tmp=$(mktemp -d) || return 0  # in $TMPDIR, else /tmp
+    trap 'rm -rf "$tmp"' EXIT
+    echo "$(date '+%Y-%m-%d %H:%M:%S') $short: $exe $sha^..$sha -- $path --test '$test_cmd'"
+    "$exe" "$sha^..$sha" -- "$path" --test "$test_cmd" --no-bisect --branch "$branch" --force \
+        --quiet >"$tmp/out" 2>"$tmp/err"
+    status=$?
+    cat "$tmp/out" "$tmp/err"
+    if { [ $status -eq 0 ] || [ $status -eq 130 ]; } &&
+        git rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
+        {
+            [ $status -eq 130 ] && printf 'git reduce was interrupted; this is its best result.\n\n'
+            printf '%s\n\n' "$(git log -1 --format=%B "$branch")"
+            git diff --no-color --no-ext-diff "$branch^" "$branch" --
+            printf '\nBranch: %s\n' "$branch"
+        } >"$tmp/note"
+    else
+        {
+            printf 'git reduce failed (exit %s) on %s -- %s\n\n' "$status" "$short" "$path"
+            tail -n 5 "$tmp/err"
+            printf '\nTest: %s\nLog: %s\n' "$test_cmd" "$log"
+        } >"$tmp/note"
+    fi
+    blob=$(git hash-object -w "$tmp/note") || return 0
+    tries=0
+    until git notes --ref=reduce add -f -C "$blob" "$sha" 2>/dev/null; do
+        tries=$((tries + 1))
+        if [ $tries -ge 10 ]; then
+            echo "$short: could not write the note"
+            return 0
+        fi
+        sleep 1  # another hook's note is being written
+    done
+    echo "$(date '+%Y-%m-%d %H:%M:%S') $short: exit $status; note attached" \
+        "(git log --notes=reduce -1 $short)"
+}
+
+if [ "${1-}" = --gitreduce-run ]; then
+    shift
+    run "$@"
+else
+    launch
+fi
+exit 0
+"""
+
+TEMPLATES = {"post-commit": POST_COMMIT}
+
+
+def git_reduce_executable() -> str | None:
+    """The absolute path of this installation's `git-reduce` console script, if found.
+
+    The script next to the running interpreter (a virtualenv's bin/) first,
+    then the one this process was started as, then PATH's.
+    """
+    candidates = [
+        Path(sys.executable).parent / "git-reduce",
+        Path(sys.argv[0]) if Path(sys.argv[0]).name == "git-reduce" else None,
+    ]
+    for candidate in candidates:
+        if candidate is not None and candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate.absolute())
+    found = shutil.which("git-reduce")
+    return str(Path(found).absolute()) if found else None
+
+
+def render(name: str, executable: str | None) -> str:
+    """The hook's text with `executable` recorded as the git-reduce to run."""
+    text = TEMPLATES[name]
+    if executable:
+        text = text.replace(_EXECUTABLE_LINE, f"GITREDUCE_EXE={shlex.quote(executable)}", 1)
+    return text
+
+
+def _repository(repo_path: Path | str) -> pygit2.Repository:
+    found = pygit2.discover_repository(str(Path(repo_path).absolute()))
+    if found is None:
+        raise UserError(f"{repo_path} is not in a git repository; run this inside one")
+    return pygit2.Repository(found)
+
+
+def hooks_dir(repo: pygit2.Repository) -> Path:
+    """Where git looks for this repository's hooks.
+
+    `core.hooksPath` if set: `~` expanded, and a relative one taken from the
+    root of the work tree (from the git directory in a bare repository), where
+    git runs its hooks. Otherwise `hooks/` in the common git directory (shared
+    by linked worktrees).
+    """
+    try:
+        configured = repo.config["core.hooksPath"]
+    except KeyError:
+        configured = None
+    if configured:
+        path = Path(os.path.expanduser(str(configured)))
+        if not path.is_absolute():
+            path = Path(repo.workdir or repo.path) / path
+        return path
+    git_dir = Path(repo.path)
+    common = git_dir / "commondir"
+    if common.is_file():
+        git_dir = (git_dir / common.read_text().strip()).resolve()
+    return git_dir / "hooks"
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        head = path.read_text(errors="replace")[:512]
+    except OSError:
+        return False
+    return MARKER in head
+
+
+def _write_executable(path: Path, text: str) -> None:
+    """Replace `path` by rename, so git never runs a half-written hook."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        os.chmod(temporary, 0o755)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _backup_name(path: Path) -> Path:
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    number = 1
+    while backup.exists() or backup.is_symlink():
+        backup = path.with_name(f"{path.name}{BACKUP_SUFFIX}.{number}")
+        number += 1
+    return backup
+
+
+def install(
+    repo_path: Path | str = ".", force: bool = False, executable: str | None = None
+) -> list[str]:
+    """Install the hooks into the repository at (or above) `repo_path`; what was done, per hook.
+
+    `executable` is the git-reduce the hooks run (default: this installation's).
+    An existing hook that is not ours is refused unless `force`, then kept as
+    `<hook>.pre-gitreduce`.
+    """
+    repo = _repository(repo_path)
+    directory = hooks_dir(repo)
+    executable = executable or git_reduce_executable()
+    if executable is None:
+        raise UserError("cannot find the git-reduce executable to record in the hook")
+    foreign = [
+        directory / name
+        for name in TEMPLATES
+        if ((directory / name).exists() or (directory / name).is_symlink())
+        and not is_ours(directory / name)
+    ]
+    if foreign and not force:
+        names = ", ".join(str(path) for path in foreign)
+        raise UserError(
+            f"{names} exists and was not installed by git reduce; rerun with --force to "
+            f"replace it (it is kept as {foreign[0].name}{BACKUP_SUFFIX})"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        done = []
+        for name in TEMPLATES:
+            path = directory / name
+            note = ""
+            if path in foreign:
+                backup = _backup_name(path)
+                path.rename(backup)
+                note = f"; the previous hook is kept as {backup.name}"
+            _write_executable(path, render(name, executable))
+            done.append(f"installed {path} (runs {executable}){note}")
+        done.append(
+            "notes appear in git log --notes=reduce; in every git log after: "
+            "git config --add notes.displayRef refs/notes/reduce"
+        )
+    except OSError as error:
+        raise UserError(f"cannot install into {directory}: {error.strerror or error}") from None
+    return done
+
+
+def uninstall(repo_path: Path | str = ".") -> list[str]:
+    """Remove our hooks (and put back what `install --force` set aside); what was done."""
+    repo = _repository(repo_path)
+    directory = hooks_dir(repo)
+    done = []
+    try:
+        for name in TEMPLATES:
+            path = directory / name
+            if not (path.exists() or path.is_symlink()):
+                done.append(f"no {name} hook in {directory}")
+                continue
+            if not is_ours(path):
+                raise UserError(f"{path} was not installed by git reduce; leaving it alone")
+            path.unlink()
+            backup = path.with_name(name + BACKUP_SUFFIX)
+            if backup.exists() or backup.is_symlink():
+                backup.rename(path)
+                done.append(f"removed {path}; restored the previous hook from {backup.name}")
+            else:
+                done.append(f"removed {path}")
+    except OSError as error:
+        raise UserError(f"cannot uninstall from {directory}: {error.strerror or error}") from None
+    return done
+
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help=(
+        "Git hooks for fuzzer triage. post-commit: a commit whose message has a "
+        "'Reduce-Test: CMD' trailer (optionally 'Reduce-Path: PATH') is reduced against its "
+        "parent in the background, and the minimal failure-inducing change is attached to it "
+        "as a note: git log --notes=reduce.\n\nExit codes: 0 done, 2 error (one line)."
+    ),
+)
+
+
+def _report(lines: list[str]) -> None:
+    console = Console(stderr=True, soft_wrap=True)
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+
+
+def _fail(error: UserError) -> typer.Exit:
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {error}", highlight=False)
+    return typer.Exit(error.exit_code)
+
+
+@app.command("install", help="Install the hooks into the current repository.")
+def install_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace a hook git reduce did not write (kept as a backup)."),
+    ] = False,
+) -> None:
+    try:
+        _report(install(Path.cwd(), force=force))
+    except UserError as error:
+        raise _fail(error) from None
+
+
+@app.command("uninstall", help="Remove the hooks from the current repository.")
+def uninstall_command() -> None:
+    try:
+        _report(uninstall(Path.cwd()))
+    except UserError as error:
+        raise _fail(error) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`git reduce hooks ARGS`: run the hooks app, usage errors as one `error:` line."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = app(args=args, prog_name="git reduce hooks", standalone_mode=False)
+    except TyperException as error:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/] {error.format_message()}", highlight=False
+        )
+        return 2
+    except typer.Abort:
+        return 130
+    return code if isinstance(code, int) else 0

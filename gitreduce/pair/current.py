@@ -1,0 +1,243 @@
+"""The best pair so far and how candidate pairs are judged: the pairwise `Current`.
+
+A candidate pair is kept only when it is smaller by the pair's measure (a
+smaller difference first, then smaller programs), the seed keeps its property
+(psi_s: the test says good) and the variant keeps its own (psi_v: bad, the
+original way).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gitreduce.core.current import Current
+from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.engine import Engine, Precheck
+from gitreduce.core.outcome import Outcome
+from gitreduce.lang.syntax import Syntax
+from gitreduce.pair.alignment import SEED, Alignment, PairState
+
+if TYPE_CHECKING:
+    from gitreduce.lang.grammars import Grammar
+
+# (difference tokens, then the programs' size), compared lexicographically; what
+# "the programs' size" counts is up to the reducer, so long as one run compares
+# like with like
+Measure = tuple[int, int]
+
+
+def measure(state: PairState) -> Measure:
+    """Progress order of token-state reducers: a smaller difference, then fewer tokens."""
+    return state.diff_tokens(), state.seed_tokens() + state.variant_tokens()
+
+
+@dataclass(frozen=True)
+class PairCandidate:
+    """Two texts to judge together; `measure` None marks a candidate that cannot be built."""
+
+    seed: bytes
+    variant: bytes
+    measure: Measure | None
+    state: PairState | None = None
+
+
+def render(state: PairState) -> PairCandidate:
+    return PairCandidate(state.seed_text(), state.variant_text(), measure(state), state)
+
+
+class Refusals:
+    """How often each program's test refused a candidate pair, so the likelier refusal is
+    asked first and a doomed pair costs one test, not two.
+
+    Which side breaks first depends on the bug: a crash that fires before any
+    error check keeps the variant bad through deletions that leave the seed no
+    longer compiling, so there the seed refuses far more often; elsewhere it
+    is the variant. Only the number of tests depends on the order, never a verdict.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.seed = 0
+        self.variant = 0
+
+    def seed_first(self) -> bool:
+        """Ties (no evidence yet) go to the variant, whose property is the rarer one."""
+        return self.seed > self.variant
+
+    def count(self, seed_refused: bool) -> None:
+        with self._lock:
+            if seed_refused:
+                self.seed += 1
+            else:
+                self.variant += 1
+
+
+class PairJudge:
+    """Both programs keep their property; the one likelier to refuse is tested first."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        seed_ok: Callable[[Outcome], bool],
+        variant_ok: Callable[[Outcome], bool],
+        precheck: Precheck | None,
+        limit: Measure,
+        refusals: Refusals | None = None,
+    ) -> None:
+        self._engine = engine
+        self._seed_ok = seed_ok
+        self._variant_ok = variant_ok
+        self._precheck = precheck
+        self._limit = limit
+        self._refusals = refusals if refusals is not None else Refusals()
+
+    def quick(self, candidate: PairCandidate) -> bool | None:
+        engine = self._engine
+        if candidate.measure is None:
+            return False
+        if candidate.measure >= self._limit:
+            engine.stats.not_smaller += 1
+            return False
+        variant = engine.recall(candidate.variant)
+        if variant is not None and not self._variant_ok(variant):
+            return False
+        seed = engine.recall(candidate.seed)
+        if seed is not None and not self._seed_ok(seed):
+            return False
+        if variant is not None and seed is not None:
+            return True
+        # a text with a verdict was tested, so it parsed: only new texts need the check
+        if variant is None and not engine.parses(candidate.variant, self._precheck):
+            return False
+        if seed is None and not engine.parses(candidate.seed, self._precheck):
+            return False
+        return None
+
+    def full(self, candidate: PairCandidate) -> bool:
+        engine = self._engine
+        checks = [
+            (False, candidate.variant, self._variant_ok),
+            (True, candidate.seed, self._seed_ok),
+        ]
+        if self._refusals.seed_first():
+            checks.reverse()
+        for is_seed, text, ok in checks:
+            if not ok(engine.outcome(text)):
+                self._refusals.count(is_seed)
+                return False
+        return True
+
+
+class PairCurrent:
+    """The best pair so far; only the engine's answers change it."""
+
+    def __init__(
+        self,
+        state: PairState,
+        engine: Engine,
+        syntax: Syntax | None,
+        seed_ok: Callable[[Outcome], bool],
+        variant_ok: Callable[[Outcome], bool],
+        on_change: Callable[[PairCurrent], None] | None = None,
+    ) -> None:
+        self.state = state
+        self.engine = engine
+        self.syntax = syntax
+        self.seed_ok = seed_ok
+        self.variant_ok = variant_ok
+        self._on_change = on_change
+        self.refusals = Refusals()
+
+    def judge(self, limit: Measure) -> PairJudge:
+        precheck = self.syntax.acceptable if self.syntax else None
+        return PairJudge(self.engine, self.seed_ok, self.variant_ok, precheck, limit, self.refusals)
+
+    def adopt(self, state: PairState) -> None:
+        """`state` is the new best pair (its programs already judged)."""
+        self.state = state
+        if self._on_change is not None:
+            self._on_change(self)
+
+    def try_states(self, states: Iterable[PairState]) -> int | None:
+        """Index of the first state whose pair keeps both properties; it becomes current."""
+        found = self.engine.first_judged(
+            (render(state) for state in states), self.judge(measure(self.state))
+        )
+        if found is None:
+            return None
+        assert found[1].state is not None
+        self.adopt(found[1].state)
+        return found[0]
+
+    def ddmin_deletions(
+        self,
+        units: Sequence[Sequence[int]],
+        derive: Callable[[PairState, list[int]], PairState],
+        *,
+        try_empty: bool = True,
+    ) -> bool:
+        """ddmin over units of token indices, each candidate derived from the state at start."""
+        if not units:
+            return False
+        base = self.state
+
+        def first_success(subsets: Sequence[Subset]) -> int | None:
+            def states() -> Iterator[PairState]:
+                for subset in subsets:
+                    keep = set(subset)
+                    removed = [i for u, unit in enumerate(units) if u not in keep for i in unit]
+                    yield derive(base, removed)
+
+            return self.try_states(states())
+
+        before = measure(base)
+        ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
+        return measure(self.state) < before
+
+
+class SideCurrent(Current, ABC):
+    """One program of a pair as a `Current`, so single-program passes can work on it:
+    each candidate text becomes a candidate pair (`_pair`), both programs are judged,
+    and the winner replaces the whole pair."""
+
+    def __init__(self, pair: PairCurrent, side: int) -> None:
+        self.pair = pair
+        self.side = side
+        self.grammar: Grammar | None = pair.syntax.grammar if pair.syntax is not None else None
+        seed, variant = pair.state.seed_text(), pair.state.variant_text()
+        super().__init__(seed if side == SEED else variant, pair.engine, pair.syntax)
+        self._adopt(Alignment.of(seed, variant, self.grammar))
+
+    @abstractmethod
+    def _pair(self, candidate: bytes) -> PairCandidate:
+        """The pair `candidate` (a text of this side) stands for; measure None if none."""
+
+    @abstractmethod
+    def _judge(self) -> PairJudge:
+        """The judge of candidate pairs against the current pair."""
+
+    @abstractmethod
+    def _adopt(self, alignment: Alignment) -> None:
+        """Take `alignment` (of the pair just accepted) as the base of later candidates."""
+
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        def pairs() -> Iterator[PairCandidate]:
+            for candidate in candidates:
+                yield self._pair(candidate)
+
+        found = self.engine.first_judged(pairs(), self._judge())
+        if found is None:
+            return None
+        self._accept(found[1])
+        return found[0]
+
+    def _accept(self, winner: PairCandidate) -> None:
+        alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
+        self.text = winner.seed if self.side == SEED else winner.variant
+        self.parsed = self.syntax.parse(self.text) if self.syntax is not None else None
+        self._adopt(alignment)
+        self.pair.adopt(alignment.full())

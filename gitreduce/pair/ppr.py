@@ -1,0 +1,240 @@
+"""Pairwise program reduction (PPR, FSE'23, Algorithms 1-4) on a `PairState`.
+
+The pair is one token alignment of seed and variant plus what survives of it
+(see `pair.py`), so every reducer is a choice of token deletions or hunk
+subsets, and every candidate renders to a seed and a variant that are judged
+together: the seed must stay good (psi_s) and the variant bad the same way
+(psi_v). The loop runs MinTdiff, MinLdiff and MinCommonality in that order to
+a fixpoint: differences before commonality, tree differences before list
+differences, as the paper's RQ4 found best.
+
+Nodes are addressed by the original seed token indices they cover, which no
+deletion ever shifts, so pending work survives every accepted candidate.
+"""
+
+from __future__ import annotations
+
+import difflib
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+
+import tree_sitter
+
+from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.lang.grammars import Grammar
+from gitreduce.lang.syntax import Syntax, leaves
+from gitreduce.pair.alignment import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
+from gitreduce.pair.changed_view import reduce_changed_subtrees
+from gitreduce.pair.current import PairCandidate, PairCurrent, measure
+from gitreduce.pair.seed_view import SeedCurrent
+from gitreduce.pair.treediff import Operation, TreeDiff, diff_trees
+from gitreduce.passes.schedule import reduce_program
+
+
+def _remove_seed(state: PairState, indices: list[int]) -> PairState:
+    return state.without_seed_tokens(indices)
+
+
+def _remove_variant(state: PairState, indices: list[int]) -> PairState:
+    return state.without_variant_tokens(indices)
+
+
+class _Tree:
+    """A parse of one side's current text, its leaves tied to original token indices.
+
+    A leaf the state does not know (re-lexing after a deletion can split or
+    merge tokens) maps to None and is left alone.
+    """
+
+    def __init__(self, tree: tree_sitter.Tree, originals: list[int | None]) -> None:
+        self.tree = tree
+        self.originals = originals
+        tokens = leaves(tree)
+        self.starts = [leaf.start_byte for leaf in tokens]
+        self.position_of = {
+            original: at for at, original in enumerate(originals) if original is not None
+        }
+
+    def span(self, node: tree_sitter.Node) -> tuple[int, int]:
+        """The leaf positions [first, last) that `node` covers."""
+        return bisect_left(self.starts, node.start_byte), bisect_left(self.starts, node.end_byte)
+
+    def indices(self, node: tree_sitter.Node) -> list[int]:
+        first, last = self.span(node)
+        return [original for original in self.originals[first:last] if original is not None]
+
+
+def _parse(
+    syntax: Syntax, text: bytes, originals: list[int], texts: Callable[[], list[bytes]]
+) -> _Tree:
+    """The tree of `text`, its leaves matched to the state's tokens (`originals`, whose
+    texts `texts` gives): one to one when the counts agree, else by sequence alignment."""
+    parsed = syntax.parse(text)
+    if parsed.tokens == len(originals):
+        return _Tree(parsed.tree, list(originals))
+    leaf_texts = [text[a:b] for a, b in zip(parsed.token_starts, parsed.token_ends, strict=True)]
+    mapped: list[int | None] = [None] * len(leaf_texts)
+    matcher = difflib.SequenceMatcher(None, leaf_texts, texts(), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for offset in range(block.size):
+            mapped[block.a + offset] = originals[block.b + offset]
+    return _Tree(parsed.tree, mapped)
+
+
+def _seed_tree(syntax: Syntax, state: PairState) -> _Tree:
+    return _parse(syntax, state.seed_text(), state.seed_kept_indices(), state.seed_token_texts)
+
+
+def _maximal_subtrees(tree: _Tree, wanted: Callable[[int], bool]) -> list[list[int]]:
+    """Token-index groups of the largest subtrees all of whose tokens are `wanted`."""
+    groups: list[list[int]] = []
+    pending = [tree.tree.root_node]
+    while pending:
+        node = pending.pop()
+        indices = tree.indices(node)
+        if not indices:
+            continue
+        if all(wanted(i) for i in indices):
+            groups.append(indices)
+        elif node.child_count:
+            pending.extend(reversed(node.children))
+    groups.sort(key=lambda group: group[0])
+    return groups
+
+
+def min_tdiff(current: PairCurrent, *, hoist: bool = True) -> bool:
+    """Algorithm 2: delete the subtrees the seed alone has (under both properties), then
+    those the variant alone has, token by token inside what stays; then (with `hoist`)
+    MinSubtree, Perses with hoisting, in each side's own subtrees; then undo Δ_T's
+    replacements one by one."""
+    syntax = current.syntax
+    progress = False
+    alignment = current.state.alignment
+    if syntax is not None:
+        tree = _seed_tree(syntax, current.state)
+        units = _maximal_subtrees(tree, lambda i: alignment.seed_hunk[i] >= 0)
+        progress |= current.ddmin_deletions(units, _remove_seed)
+        order = current.state.variant_order()
+        variant_originals = [index if side == VARIANT else -1 - index for side, index in order]
+        tree = _parse(
+            syntax,
+            current.state.variant_text(),
+            variant_originals,
+            current.state.variant_token_texts,
+        )
+        units = _maximal_subtrees(tree, lambda i: i >= 0 and alignment.variant_hunk[i] >= 0)
+        progress |= current.ddmin_deletions(units, _remove_variant)
+    # Inside the surviving subtrees, token by token (the syntax check keeps it cheap).
+    seed_only = [[i] for i in current.state.seed_kept_indices() if alignment.seed_hunk[i] >= 0]
+    progress |= current.ddmin_deletions(seed_only, _remove_seed, try_empty=False)
+    variant_only = [
+        [index]
+        for side, index in current.state.variant_order()
+        if side == VARIANT and alignment.variant_hunk[index] >= 0
+    ]
+    progress |= current.ddmin_deletions(variant_only, _remove_variant, try_empty=False)
+    if syntax is not None and hoist:
+        progress |= reduce_changed_subtrees(current, SEED)
+        progress |= reduce_changed_subtrees(current, VARIANT)
+    if syntax is not None:
+        progress |= undo_replacements(current, syntax)
+    return progress
+
+
+def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
+    """MinTdiff's last step: put the seed's version back for each replacement and update
+    of the tree difference Δ_T (GumTree), one at a time, wherever the variant stays bad.
+
+    Works on the texts, not on the token alignment: Δ_T may pair subtrees that
+    the token diff splits into several hunks, or the other way round. Δ_T's
+    operations are independent edits of the texts it was computed on, so one
+    pass undoes them cumulatively on one tree difference; it is computed again
+    only after a pass that changed something.
+    """
+    progress = False
+    grammar = syntax.grammar
+    while True:
+        seed, variant = current.state.seed_text(), current.state.variant_text()
+        tree_diff = diff_trees(syntax.parse(seed).tree, seed, syntax.parse(variant).tree, variant)
+        operations = sorted(
+            [*tree_diff.updates, *tree_diff.replacements], key=lambda op: op.variant_span
+        )
+        seed_tokens = tokenize(seed, grammar)
+        undone: list[Operation] = []
+        position = 0
+        while position < len(operations):
+            rest = operations[position:]
+            candidates = (_undone(tree_diff, [*undone, op], seed_tokens, grammar) for op in rest)
+            found = current.engine.first_judged(candidates, current.judge(measure(current.state)))
+            if found is None:
+                break
+            undone.append(rest[found[0]])
+            assert found[1].state is not None
+            current.adopt(found[1].state)
+            position += found[0] + 1
+        if not undone:
+            return progress
+        progress = True
+
+
+def _undone(
+    tree_diff: TreeDiff, operations: list[Operation], seed_tokens: TokenList, grammar: Grammar
+) -> PairCandidate:
+    variant = tree_diff.undo(operations)
+    pair = Alignment(seed_tokens, tokenize(variant, grammar)).full()
+    return PairCandidate(seed_tokens.text, variant, measure(pair), pair)
+
+
+def min_ldiff(current: PairCurrent) -> bool:
+    """Algorithm 3: ddmin over the applied hunks; the variant is the seed plus a subset."""
+    live = set(current.state.live_hunks())
+    applied = sorted(live & current.state.applied)
+    if not applied:
+        return False
+    base = current.state
+    before = measure(base)
+
+    def first_success(subsets: Sequence[Subset]) -> int | None:
+        return current.try_states(
+            base.with_hunks({applied[i] for i in subset} | (base.applied - live))
+            for subset in subsets
+        )
+
+    ddmin(tuple(range(len(applied))), first_success, try_empty=False)
+    return measure(current.state) < before
+
+
+def min_commonality(current: PairCurrent) -> bool:
+    """Algorithm 4: syntax-guided reduction of the seed, each candidate's variant patched.
+
+    The whole single-program schedule runs on the seed (see `seed_current`):
+    Perses-style tree sweeps with hoisting and stock phrases, names,
+    parameters, brackets, tokens and token windows; every candidate seed's
+    edits are carried over to the variant, and both are judged.
+    """
+    before = measure(current.state)
+    reduce_program(SeedCurrent(current))
+    return measure(current.state) < before
+
+
+def reduce_pair(current: PairCurrent) -> None:
+    """Algorithm 1: MinTdiff, MinLdiff, MinCommonality, repeated until none pays."""
+    engine = current.engine
+    hoist = False
+    while True:
+        before = measure(current.state)
+        engine.pass_name = "min-tdiff"
+        # Hoisting inside the changes pays once MinLdiff has dropped the changes the bug
+        # does not need; before that it would polish hunks about to go whole. So the
+        # first round goes without, and only a round with it may end the loop.
+        min_tdiff(current, hoist=hoist)
+        engine.pass_name = "min-ldiff"
+        min_ldiff(current)
+        engine.pass_name = "min-commonality"
+        min_commonality(current)
+        if hoist and measure(current.state) >= before:
+            return
+        hoist = True
+
+
+__all__ = ["SEED", "PairCurrent", "measure", "reduce_pair"]

@@ -1,0 +1,449 @@
+"""Perses-style syntax-guided reduction on tree-sitter trees.
+
+Nodes wait in a max-heap by token count, so the biggest subtrees are worked on
+first (the cheapest place to remove the most). Working on a node means
+(1) hoisting: replacing it by a smaller descendant of a compatible kind, then
+(2) ddmin over its named children, taking list separators along, then pushing
+its surviving children. Pending nodes are disjoint subtrees, and every change
+happens inside the node at work, so pending positions only shift: they are
+remembered as byte ranges plus the log of changes since they were pushed, and
+found again in the re-parsed tree when popped.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import tree_sitter
+
+from gitreduce.core import edits
+from gitreduce.core.current import Current, Unit, delete_units
+from gitreduce.lang.grammars import Grammar
+from gitreduce.lang.syntax import Parsed
+
+SEPARATORS = frozenset({b",", b";"})
+HOIST_DEPTH = 4
+HOIST_CANDIDATES = 8
+
+
+@dataclass(frozen=True)
+class _Change:
+    """Bytes [start, end) were replaced; everything from `end` on moved by `shift`."""
+
+    start: int
+    end: int
+    shift: int
+
+
+@dataclass(order=True)
+class _Pending:
+    priority: tuple[int, int]
+    start: int
+    end: int
+    kind: str
+    log_position: int
+
+
+def _locate(root: tree_sitter.Node, start: int, end: int, kind: str) -> tree_sitter.Node | None:
+    node = root.descendant_for_byte_range(start, end)
+    while node is not None and node.start_byte == start and node.end_byte == end:
+        if node.type == kind:
+            return node
+        node = node.parent
+    return None
+
+
+def list_units(node: tree_sitter.Node) -> list[Unit]:
+    """The named children of `node` as deletion units, each owning the separator after it.
+
+    A `;` counts as a separator only between elements; a final one terminates
+    the construct (`int a, b;`) and stays.
+    """
+    children = node.children
+    units: list[Unit] = []
+    for index, child in enumerate(children):
+        if not child.is_named:
+            continue
+        separator = None
+        following = children[index + 1] if index + 1 < len(children) else None
+        if following is not None and not following.is_named and following.text in SEPARATORS:
+            has_later_element = any(c.is_named for c in children[index + 2 :])
+            if following.text == b"," or has_later_element:
+                separator = (following.start_byte, following.end_byte)
+        units.append(Unit(child.start_byte, child.end_byte, separator))
+    return units
+
+
+OPENING_BRACKETS = frozenset({b"(", b"[", b"{", b"<"})
+
+
+def operand_units(node: tree_sitter.Node) -> list[Unit]:
+    """Named children together with the operator-like tokens right before them.
+
+    Deleting `= 1` from `ENUM_B = 1` or `+ b` from `a + b` is valid where deleting
+    the operand alone is not. Tried after plain `list_units`, since attaching
+    the token is wrong as often as right (`case 1: stmt` needs its colon).
+    """
+    children = node.children
+    units: list[Unit] = []
+    seen_named = False
+    for index, child in enumerate(children):
+        if not child.is_named:
+            continue
+        run_start = index
+        while run_start > 0 and not children[run_start - 1].is_named:
+            run_start -= 1
+        leading = children[run_start:index]
+        if (
+            seen_named
+            and leading
+            and all(t.text not in SEPARATORS and t.text not in OPENING_BRACKETS for t in leading)
+        ):
+            units.append(Unit(leading[0].start_byte, child.end_byte))
+        seen_named = True
+    return units
+
+
+@dataclass(frozen=True, order=True)
+class Replacement:
+    """Text that may stand in for a node: a descendant (hoisting) or a small stock phrase."""
+
+    tokens: int
+    text: bytes
+    kind: str
+    # Where the replaced range starts when not at the node itself (-1): a body
+    # turned into `;` takes a constructor's initialiser list along.
+    start: int = -1
+    # Deletions inside the node that leave `text` in its place, when that is not
+    # one replacement of its span: a body unwrapped from its statement, dedented.
+    deletions: tuple[tuple[int, int], ...] = ()
+
+
+class Catalog:
+    """What the original program teaches about its node kinds.
+
+    - The smallest phrase of each kind, so a node can be replaced by the
+      smallest thing of a compatible kind seen anywhere (an expression by `0`,
+      a type by `int`), not only by its own descendants: the generic form of
+      C-Vise's "replace by a constant" passes.
+    - Which kinds stand in the same slot (same parent kind and field, or the
+      same list): compatibility for grammars that ship no supertypes (the C++
+      and Java wheels, every fallback grammar), added to the supertypes where
+      a grammar has them.
+    """
+
+    PER_KIND = 2
+    MAX_TOKENS = 3
+
+    def __init__(self, grammar: Grammar) -> None:
+        self._grammar = grammar
+        self._phrases: dict[str, set[tuple[int, bytes]]] = {}
+        self._slots: dict[str, set[tuple[str, str]]] = {}
+        self._by_kind: dict[str, list[Replacement]] = {}
+        self._stock: dict[str, list[Replacement]] = {}
+        self._pairs: dict[tuple[str, str], bool] = {}
+
+    def extended(self, parsed: Parsed) -> Catalog:
+        """A copy that also knows the phrases and slots of `parsed`."""
+        copy = Catalog(self._grammar)
+        copy._phrases = {kind: set(found) for kind, found in self._phrases.items()}
+        copy._slots = {kind: set(found) for kind, found in self._slots.items()}
+        copy.learn(parsed)
+        return copy
+
+    def learn(self, parsed: Parsed) -> None:
+        pending = [parsed.tree.root_node]
+        while pending:
+            node = pending.pop()
+            for index, child in enumerate(node.children):
+                if not child.is_named or "comment" in child.type:
+                    continue
+                pending.append(child)
+                field_name = node.field_name_for_child(index) or "*"
+                self._slots.setdefault(child.type, set()).add((node.type, field_name))
+            tokens = parsed.tokens_in(node.start_byte, node.end_byte)
+            if 0 < tokens <= self.MAX_TOKENS and not node.has_error:
+                phrase = parsed.text[node.start_byte : node.end_byte]
+                self._phrases.setdefault(node.type, set()).add((tokens, phrase))
+        self._by_kind = {
+            kind: [
+                Replacement(tokens, phrase, kind)
+                for tokens, phrase in sorted(found, key=lambda f: (f[0], len(f[1]), f[1]))[
+                    : self.PER_KIND
+                ]
+            ]
+            for kind, found in self._phrases.items()
+        }
+        self._stock.clear()
+        self._pairs.clear()
+
+    def compatible(self, kind: str, other: str) -> bool:
+        """Whether a node of kind `other` may plausibly stand where a `kind` node stands."""
+        known = self._pairs.get((kind, other))
+        if known is None:
+            known = self._grammar.compatible(kind, other) or bool(
+                self._slots.get(kind, set()) & self._slots.get(other, set())
+            )
+            self._pairs[(kind, other)] = known
+        return known
+
+    def for_kind(self, kind: str) -> list[Replacement]:
+        """Stock phrases of every kind compatible with `kind`, smallest first."""
+        found = self._stock.get(kind)
+        if found is None:
+            found = sorted(
+                replacement
+                for other, replacements in self._by_kind.items()
+                if self.compatible(kind, other)
+                for replacement in replacements
+            )
+            self._stock[kind] = found
+        return found
+
+
+def _declaration_endings(node: tree_sitter.Node) -> list[Replacement]:
+    """`;` in place of a `{ ... }` body: a definition becomes a declaration.
+
+    C-Vise's "remove function body", for every grammar with a `body` field.
+    A second form also drops what stands between the signature and the body
+    (a constructor's `: base(args)`), which a declaration may not carry.
+    """
+    parent = node.parent
+    if (
+        parent is None
+        or node.child_count < 2
+        or node.children[0].type != "{"
+        or parent.child_by_field_name("body") != node
+    ):
+        return []
+    endings = [Replacement(1, b";", node.type)]
+    signature = parent.child_by_field_name("declarator") or parent.child_by_field_name("parameters")
+    if signature is not None and signature.end_byte < node.start_byte:
+        between = parent.text[
+            signature.end_byte - parent.start_byte : node.start_byte - parent.start_byte
+        ]
+        if between and between.strip():
+            endings.append(Replacement(1, b";", node.type, signature.end_byte))
+    return endings
+
+
+def _line_start(text: bytes, position: int) -> int:
+    return text.rfind(b"\n", 0, position) + 1
+
+
+def _dedent(text: bytes, node: tree_sitter.Node, block: tree_sitter.Node) -> list[tuple[int, int]]:
+    """Deletions that take `block`'s later lines back to `node`'s indentation.
+
+    Raises ValueError where that cannot be done by deleting indentation: a line
+    that does not start with the block's own (inside a string, say).
+    """
+    node_prefix = text[_line_start(text, node.start_byte) : node.start_byte]
+    block_line = _line_start(text, block.start_byte)
+    if block_line <= node.start_byte:  # `if x: a()`: the body shares the header's line
+        if b"\n" in text[block.start_byte : block.end_byte]:
+            raise ValueError("a body on the header's line that goes on")
+        return []
+    block_prefix = text[block_line : block.start_byte]
+    if node_prefix.strip() or block_prefix.strip() or not block_prefix.startswith(node_prefix):
+        raise ValueError("indentation the node and its body do not share")
+    deletions = []
+    line = text.find(b"\n", block.start_byte, block.end_byte)
+    while line >= 0:
+        line += 1
+        following = text.find(b"\n", line, block.end_byte)
+        content = text[line : following if following >= 0 else block.end_byte]
+        if content.strip():
+            if not content.startswith(block_prefix):
+                raise ValueError("a line less indented than its block (a string, a comment)")
+            deletions.append((line + len(node_prefix), line + len(block_prefix)))
+        line = following
+    return deletions
+
+
+def _unwrapped_bodies(node: tree_sitter.Node, parsed: Parsed) -> list[Replacement]:
+    """`node` replaced by the statements of a body block that has no braces of its own
+    (Python's, Lua's), dedented to `node`'s column.
+
+    Hoisting offers one statement of a body at a time; where a body is a
+    `{ ... }` it is a statement itself and hoists whole, but an indented body
+    is no statement, and the loop or condition around the needed lines would
+    stay for good.
+    """
+    text = parsed.text
+    found = []
+    for block in node.named_children:
+        if not block.type.endswith("block") or not block.named_child_count:
+            continue
+        if block.children[0].text in OPENING_BRACKETS:
+            continue
+        try:
+            dedents = _dedent(text, node, block)
+        except ValueError:
+            continue
+        deletions = (
+            (node.start_byte, block.start_byte),
+            *dedents,
+            (block.end_byte, node.end_byte),
+        )
+        rendered = edits.apply(text, [edits.Edit(*span) for span in deletions])
+        unwrapped = rendered[node.start_byte : node.end_byte + len(rendered) - len(text)]
+        tokens = parsed.tokens_in(block.start_byte, block.end_byte)
+        found.append(Replacement(tokens, unwrapped, block.type, deletions=deletions))
+    return found
+
+
+class TreeReducer:
+    """One sweep of the heap over the current tree; call `sweep` until it reports no progress."""
+
+    def __init__(self, current: Current, catalog: Catalog) -> None:
+        if current.syntax is None:
+            raise ValueError("tree reduction needs a grammar")
+        self.current = current
+        self.grammar = current.syntax.grammar
+        self.catalog = catalog
+        self._log: list[_Change] = []
+        self._heap: list[_Pending] = []
+
+    def _push(self, node: tree_sitter.Node) -> None:
+        parsed = self.current.parsed
+        assert parsed is not None
+        tokens = parsed.tokens_in(node.start_byte, node.end_byte)
+        if tokens >= 2:
+            entry = _Pending(
+                (-tokens, node.start_byte),
+                node.start_byte,
+                node.end_byte,
+                node.type,
+                len(self._log),
+            )
+            heapq.heappush(self._heap, entry)
+
+    def _where_now(self, entry: _Pending) -> tuple[int, int]:
+        start, end = entry.start, entry.end
+        for change in self._log[entry.log_position :]:
+            if start >= change.end:
+                start += change.shift
+                end += change.shift
+        return start, end
+
+    def _record(self, start: int, end: int, old_length: int) -> None:
+        shift = len(self.current.text) - old_length
+        if shift:
+            self._log.append(_Change(start, end, shift))
+
+    def sweep(self, roots: list[tree_sitter.Node] | None = None) -> bool:
+        """Work through the heap from `roots` (default: the whole tree); True if it shrank."""
+        parsed = self.current.parsed
+        assert parsed is not None
+        start_length = len(self.current.text)
+        self._log.clear()
+        self._heap.clear()
+        for root in roots if roots is not None else [parsed.tree.root_node]:
+            self._push(root)
+        while self._heap:
+            entry = heapq.heappop(self._heap)
+            start, end = self._where_now(entry)
+            parsed = self.current.parsed
+            assert parsed is not None
+            node = _locate(parsed.tree.root_node, start, end, entry.kind)
+            if node is None:
+                continue
+            changed, replaced = self._hoist(node)
+            if changed:
+                if replaced is not None:
+                    self._push(replaced)
+                continue
+            node = self._reduce_children(node)
+            if node is not None:
+                for child in node.named_children:
+                    self._push(child)
+        return len(self.current.text) < start_length
+
+    def _replacements(self, node: tree_sitter.Node) -> list[Replacement]:
+        """Compatible descendants and stock phrases smaller than `node`, smallest first."""
+        parsed = self.current.parsed
+        assert parsed is not None
+        own_tokens = parsed.tokens_in(node.start_byte, node.end_byte)
+        own_text = parsed.text[node.start_byte : node.end_byte]
+        stock = {
+            (r.text, r.start): r for r in self.catalog.for_kind(node.type) if r.tokens < own_tokens
+        }
+        endings = _declaration_endings(node)
+        found: dict[tuple[bytes, int], Replacement] = {}
+        frontier = list(node.named_children)
+        for _ in range(HOIST_DEPTH):
+            deeper = []
+            for child in frontier:
+                tokens = parsed.tokens_in(child.start_byte, child.end_byte)
+                if 0 < tokens < own_tokens and self.catalog.compatible(node.type, child.type):
+                    text = parsed.text[child.start_byte : child.end_byte]
+                    found.setdefault((text, -1), Replacement(tokens, text, child.type))
+                deeper.extend(child.named_children)
+            frontier = deeper
+        descendants = set(found)
+        for text, replacement in stock.items():
+            found.setdefault(text, replacement)
+        found.pop((own_text, -1), None)
+        # Descendants before stock phrases: hoisting keeps the program's own
+        # meaning, which the bug more likely needs; a `0` put in too early can
+        # block the deletions that would have made the node disappear.
+        ranked = sorted(
+            found.values(),
+            key=lambda r: ((r.text, r.start) not in descendants, r.tokens, len(r.text), r.text),
+        )[:HOIST_CANDIDATES]
+        # a whole body, and a body's `;`, are offered however many descendants there are
+        return ranked + _unwrapped_bodies(node, parsed) + endings
+
+    def _hoist(self, node: tree_sitter.Node) -> tuple[bool, tree_sitter.Node | None]:
+        """Replace `node` by the smallest compatible phrase that keeps the bug.
+
+        Says whether it did, and the node now standing there (None when the
+        new text is no node of the chosen kind, e.g. a body that became `;`).
+        """
+        replacements = self._replacements(node)
+        if not replacements:
+            return False, None
+        text = self.current.text
+
+        def span_start(replacement: Replacement) -> int:
+            return node.start_byte if replacement.start < 0 else replacement.start
+
+        def rendered() -> Iterator[bytes]:
+            for replacement in replacements:
+                if replacement.deletions:
+                    yield edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
+                    continue
+                edit = edits.Edit(span_start(replacement), node.end_byte, replacement.text)
+                yield edits.apply(text, [edit])
+
+        winner = self.current.try_candidates(rendered())
+        if winner is None:
+            return False, None
+        chosen = replacements[winner]
+        start = span_start(chosen)
+        self._record(start, node.end_byte, len(text))
+        parsed = self.current.parsed
+        assert parsed is not None
+        return True, _locate(parsed.tree.root_node, start, start + len(chosen.text), chosen.kind)
+
+    def _reduce_children(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
+        """ddmin over the named children of `node`; the node as it stands afterwards."""
+        start, end, kind = node.start_byte, node.end_byte, node.type
+        for make_units in (list_units, operand_units):
+            units = make_units(node)
+            if not units:
+                continue
+            old_length = len(self.current.text)
+            if not delete_units(self.current, units, try_empty=make_units is list_units):
+                continue
+            self._record(start, end, old_length)
+            end += len(self.current.text) - old_length
+            parsed = self.current.parsed
+            assert parsed is not None
+            located = _locate(parsed.tree.root_node, start, end, kind)
+            if located is None:
+                return None
+            node = located
+        return node

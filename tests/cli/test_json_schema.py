@@ -1,0 +1,211 @@
+"""`--json` output of the real CLI validates against gitreduce/schema.json, which
+docs/json-schema.md documents key by key."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "fixtures" / "sequence-point"
+GIT_REDUCE = Path(sys.executable).parent / "git-reduce"
+TEST = "./test.sh {}"
+
+
+def load_schema() -> dict[str, Any]:
+    return json.loads(resources.files("gitreduce").joinpath("schema.json").read_text())
+
+
+def validator() -> Any:
+    return jsonschema.Draft202012Validator(load_schema())
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    base = tmp_path_factory.mktemp("env")
+    for name in ("home", "cache", "tmp"):
+        (base / name).mkdir()
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    return clean | {
+        "HOME": str(base / "home"),
+        "XDG_CACHE_HOME": str(base / "cache"),
+        "TMPDIR": str(base / "tmp"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CEILING_DIRECTORIES": str(base.parent),
+        "GIT_AUTHOR_NAME": "Fuzzer",
+        "GIT_AUTHOR_EMAIL": "fuzzer@example.com",
+        "GIT_COMMITTER_NAME": "Fuzzer",
+        "GIT_COMMITTER_EMAIL": "fuzzer@example.com",
+    }
+
+
+def git_reduce(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(GIT_REDUCE), *args, "--json", "--quiet", "--jobs", "2"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def texts() -> tuple[str, str]:
+    variant = (FIXTURE / "variant.c").read_text()
+    return variant.replace("count = count++ + step;", "count = count + step;"), variant
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Plain files outside any repository."""
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    work = tmp_path_factory.mktemp("plain")
+    shutil.copy(FIXTURE / "test.sh", work / "test.sh")
+    seed, variant = texts()
+    (work / "seed.c").write_text(seed)
+    (work / "variant.c").write_text(variant)
+    return work
+
+
+def run_json(cwd: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
+    done = git_reduce(cwd, env, *args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_schema_is_valid_draft_2020_12() -> None:
+    jsonschema.Draft202012Validator.check_schema(load_schema())
+
+
+def test_single_file_run(plain: Path, env: dict[str, str]) -> None:
+    record = run_json(plain, env, "variant.c", "--test", TEST)
+    validator().validate(record)
+    assert record["input"] == "variant.c" and record["branch"] is None
+    assert record["tokens_after"] < record["tokens_before"]
+    assert len(record["commits"]) == 1
+
+
+def test_pairwise_run_on_plain_files(plain: Path, env: dict[str, str]) -> None:
+    patch = plain / "change.patch"
+    record = run_json(
+        plain,
+        env,
+        "--seed",
+        "seed.c",
+        "--variant",
+        "variant.c",
+        "--test",
+        TEST,
+        "--patch",
+        str(patch),
+    )
+    validator().validate(record)
+    assert record["algorithm"] == "ppr" and record["diff_tokens"][1] == 1
+    assert record["first_bad_commit"] is None
+    assert Path(record["variant_output"]).is_file() and patch.is_file()
+    assert len(record["commits"]) == 2
+
+
+def test_bisected_revision_range(tmp_path: Path, env: dict[str, str]) -> None:
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    shutil.copy(FIXTURE / "test.sh", repo / "test.sh")
+    seed, variant = texts()
+    (repo / "prog.c").write_text(seed)
+    git("add", ".")
+    git("commit", "-q", "-m", "seed")
+    (repo / "prog.c").write_text(seed.replace("int step = 2;", "int step = 3;"))
+    git("commit", "-q", "-am", "still good")
+    (repo / "prog.c").write_text(variant.replace("int step = 2;", "int step = 3;"))
+    git("commit", "-q", "-am", "the bug")
+    bad = git("rev-parse", "HEAD")
+    (repo / "README").write_text("later\n")
+    git("add", "README")
+    git("commit", "-q", "-m", "unrelated")
+    record = run_json(repo, env, "HEAD~3..HEAD", "--", "prog.c", "--test", TEST)
+    validator().validate(record)
+    assert record["first_bad_commit"] == bad
+    assert record["branch"] and record["branch"].startswith("reduce/")
+    assert git("rev-parse", record["branch"]) == record["commits"][-1]
+    assert record["seed_output"] is None and record["variant_output"] is None
+
+
+def test_a_failed_run_prints_nothing_on_stdout(plain: Path, env: dict[str, str]) -> None:
+    done = git_reduce(plain, env, "missing.c", "--test", TEST)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error:")
+
+
+def test_the_schema_rejects_what_it_should() -> None:
+    check = validator()
+    good = {
+        "input": "x.c",
+        "output": None,
+        "language": None,
+        "tokens_before": 3,
+        "tokens_after": 1,
+        "bytes_before": 9,
+        "bytes_after": 3,
+        "tests_run": 0,
+        "cache_hits": 0,
+        "syntax_rejected": 0,
+        "tests_by_pass": {},
+        "wall_seconds": 0.1,
+        "oracle_seconds": 0.0,
+        "overhead_seconds": 0.1,
+        "interrupted": False,
+        "warnings": [],
+        "branch": None,
+        "commits": [],
+        "test": "./t.sh",
+        "patch": None,
+        "html": "r.html",
+    }
+    check.validate(good)
+    with pytest.raises(jsonschema.ValidationError):
+        check.validate({key: value for key, value in good.items() if key != "test"})
+    for bad in (
+        good | {"undocumented": 1},
+        {key: value for key, value in good.items() if key != "commits"},
+        good | {"commits": ["abc"]},
+        good | {"tokens_after": -1},
+        good | {"first_bad_commit": None},  # a pair key in a single-file record
+    ):
+        assert not check.is_valid(bad), bad
+
+
+def test_every_key_is_documented() -> None:
+    schema = load_schema()
+    keys = set()
+    for shape in ("single", "pair"):
+        keys |= set(schema["$defs"][shape]["properties"])
+    documented = set(
+        re.findall(r"^\| `([a-z_]+)`", (ROOT / "docs" / "json-schema.md").read_text(), re.M)
+    )
+    documented |= set(
+        re.findall(
+            r"^\| `[a-z_]+`, `([a-z_]+)`", (ROOT / "docs" / "json-schema.md").read_text(), re.M
+        )
+    )
+    assert keys == documented

@@ -1,0 +1,201 @@
+"""ddmin against in-process predicates: minimality, subsets, idempotence, batch order."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitreduce.core.ddmin import Subset, ddmin
+
+Predicate = Callable[[Subset], bool]
+
+
+class Oracle:
+    """Adapts a plain predicate to ddmin's batch interface and records every call."""
+
+    def __init__(self, predicate: Predicate) -> None:
+        self.predicate = predicate
+        self.batches: list[list[Subset]] = []
+
+    def __call__(self, batch: Sequence[Subset]) -> int | None:
+        batch = list(batch)
+        self.batches.append(batch)
+        for index, subset in enumerate(batch):
+            if self.predicate(subset):
+                return index
+        return None
+
+    @property
+    def tried(self) -> list[Subset]:
+        return [subset for batch in self.batches for subset in batch]
+
+
+def contains_all(needed: frozenset[int]) -> Predicate:
+    return lambda subset: needed <= set(subset)
+
+
+def is_subsequence(small: Subset, big: Subset) -> bool:
+    remaining = iter(big)
+    return all(unit in remaining for unit in small)
+
+
+def one_minimal(result: Subset, predicate: Predicate) -> bool:
+    return all(not predicate(result[:i] + result[i + 1 :]) for i in range(len(result)))
+
+
+def run(units: Subset, predicate: Predicate, *, try_empty: bool = True) -> Subset:
+    return ddmin(units, Oracle(predicate), try_empty=try_empty)
+
+
+# --- properties --------------------------------------------------------------------------
+
+monotone_cases = st.integers(min_value=1, max_value=40).flatmap(
+    lambda n: st.tuples(
+        st.just(tuple(range(n))),
+        st.frozensets(st.integers(min_value=0, max_value=n - 1), max_size=min(n, 6)),
+    )
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(monotone_cases, st.booleans())
+def test_monotone_result_is_exactly_the_needed_units(case, try_empty):
+    units, needed = case
+    predicate = contains_all(needed)
+    result = run(units, predicate, try_empty=try_empty)
+    assert predicate(result)
+    assert is_subsequence(result, units)
+    assert one_minimal(result, predicate)
+    # for "contains all of these" the only 1-minimal interesting subset is the needed set
+    # (ddmin may only keep more than that when it is not allowed to try the empty set)
+    if needed or try_empty:
+        assert set(result) == needed
+
+
+@settings(max_examples=200, deadline=None)
+@given(monotone_cases, st.booleans())
+def test_idempotent_on_monotone_predicates(case, try_empty):
+    units, needed = case
+    predicate = contains_all(needed)
+    once = run(units, predicate, try_empty=try_empty)
+    assert run(once, predicate, try_empty=try_empty) == once
+
+
+def random_predicate(seed: int, full: Subset, density: int) -> Predicate:
+    """An arbitrary deterministic predicate (not monotone) that holds for the full set."""
+
+    def predicate(subset: Subset) -> bool:
+        if subset == full:
+            return True
+        digest = hashlib.sha1(repr((seed, subset)).encode()).digest()
+        return digest[0] % density == 0
+
+    return predicate
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(-1000, 1000), unique=True, max_size=25).map(tuple),
+    st.integers(0, 2**32),
+    st.integers(2, 5),
+    st.booleans(),
+)
+def test_any_predicate_gives_interesting_one_minimal_subsequence(units, seed, density, empty):
+    predicate = random_predicate(seed, units, density)
+    oracle = Oracle(predicate)
+    result = ddmin(units, oracle, try_empty=empty)
+    assert predicate(result)
+    assert is_subsequence(result, units)
+    assert one_minimal(result, predicate)
+    # every candidate ddmin asks about is a proper subsequence of the input
+    for candidate in oracle.tried:
+        assert is_subsequence(candidate, units) and len(candidate) < len(units)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(0, 100), unique=True, min_size=1, max_size=20).map(tuple),
+    st.integers(0, 2**32),
+)
+def test_deterministic(units, seed):
+    predicate = random_predicate(seed, units, 3)
+    first, second = Oracle(predicate), Oracle(predicate)
+    assert ddmin(units, first) == ddmin(units, second)
+    assert first.batches == second.batches
+
+
+@settings(max_examples=100, deadline=None)
+@given(monotone_cases)
+def test_result_depends_only_on_the_first_success_of_each_batch(case):
+    """A batch oracle that evaluates every candidate gives the same answer as a lazy one."""
+    units, needed = case
+    predicate = contains_all(needed)
+
+    def eager(batch: Sequence[Subset]) -> int | None:
+        verdicts = [predicate(subset) for subset in reversed(list(batch))][::-1]
+        return verdicts.index(True) if True in verdicts else None
+
+    assert ddmin(units, eager) == run(units, predicate)
+
+
+# --- examples ----------------------------------------------------------------------------
+
+
+def test_single_needed_unit():
+    units = tuple(range(100))
+    oracle = Oracle(contains_all(frozenset({37})))
+    assert ddmin(units, oracle) == (37,)
+    assert len(oracle.tried) < 60  # logarithmic-ish, nowhere near 2^100
+
+
+def test_needed_pair_far_apart():
+    units = tuple(range(64))
+    assert run(units, contains_all(frozenset({0, 63}))) == (0, 63)
+
+
+def test_keeps_the_input_order():
+    units = (9, 3, 7, 1, 5)
+    assert run(units, contains_all(frozenset({5, 9}))) == (9, 5)
+
+
+def test_empty_result_when_try_empty():
+    oracle = Oracle(lambda subset: True)
+    assert ddmin(tuple(range(10)), oracle, try_empty=True) == ()
+    assert oracle.batches == [[()]]  # a single test
+
+
+def test_try_empty_false_does_not_start_with_the_empty_set():
+    oracle = Oracle(lambda subset: True)
+    result = ddmin(tuple(range(10)), oracle, try_empty=False)
+    assert oracle.batches[0] != [()]
+    assert one_minimal(result, lambda subset: True)
+
+
+def test_empty_input():
+    oracle = Oracle(lambda subset: True)
+    assert ddmin((), oracle) == ()
+    assert oracle.batches == []
+
+
+def test_single_unit_that_is_needed():
+    assert run((4,), contains_all(frozenset({4}))) == (4,)
+    assert run((4,), contains_all(frozenset({4})), try_empty=False) == (4,)
+
+
+def test_nothing_removable():
+    units = tuple(range(12))
+    oracle = Oracle(lambda subset: subset == units)
+    assert ddmin(units, oracle) == units
+    # the final round tried removing each unit on its own
+    singles = {units[:i] + units[i + 1 :] for i in range(len(units))}
+    assert singles <= set(oracle.tried)
+
+
+def test_first_round_tries_both_halves():
+    oracle = Oracle(lambda subset: False)
+    units = tuple(range(8))
+    ddmin(units, oracle, try_empty=False)
+    assert oracle.batches[0] == [(4, 5, 6, 7), (0, 1, 2, 3)]

@@ -1,0 +1,284 @@
+"""The engine with in-process tests: deterministic winner, the gate, the cache, stats."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from gitreduce.core.engine import Engine, MemoryCache, blob_id
+from gitreduce.core.outcome import Outcome, Verdict
+
+
+class Recorder:
+    """A run_test that says BAD for texts containing `b"!"`, sleeping as told, logging runs."""
+
+    def __init__(self, delay: Callable[[bytes], float] = lambda text: 0.0) -> None:
+        self.delay = delay
+        self.started: list[bytes] = []
+        self.finished: list[bytes] = []
+        self.lock = threading.Lock()
+        self.running = 0
+        self.max_running = 0
+
+    def __call__(self, text: bytes) -> Outcome:
+        with self.lock:
+            self.started.append(text)
+            self.running += 1
+            self.max_running = max(self.max_running, self.running)
+        try:
+            time.sleep(self.delay(text))
+        finally:
+            with self.lock:
+                self.running -= 1
+                self.finished.append(text)
+        if b"!" in text:
+            return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
+        return Outcome(Verdict.GOOD, 0, 0.0)
+
+
+def is_bad(outcome: Outcome) -> bool:
+    return outcome.verdict is Verdict.BAD
+
+
+@pytest.fixture
+def make_engine():
+    engines: list[Engine] = []
+
+    def make(recorder: Recorder, jobs: int = 1) -> Engine:
+        engine = Engine(recorder, is_bad, jobs=jobs)
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+@pytest.mark.parametrize("content", [b"", b"hello\n", b"\0binary\xff" * 50])
+def test_blob_id_is_gits(content):
+    git = subprocess.run(
+        ["git", "hash-object", "--stdin"], input=content, capture_output=True, check=True
+    )
+    assert blob_id(content) == git.stdout.decode().strip()
+
+
+# --- deterministic winner ----------------------------------------------------------------
+
+
+def test_lowest_index_wins_even_when_a_later_one_finishes_first(make_engine):
+    # earlier candidates take longer: index 3 (interesting) finishes first, then 1
+    candidates = [b"c0", b"c1!", b"c2", b"c3!"]
+    slowness = {text: 0.1 * (len(candidates) - i) for i, text in enumerate(candidates)}
+    recorder = Recorder(lambda text: slowness[text])
+    engine = make_engine(recorder, jobs=4)
+    assert engine.first_success(candidates, smaller_than=100) == (1, b"c1!")
+    assert recorder.max_running == 4  # all ran at once
+    assert recorder.finished.index(b"c3!") < recorder.finished.index(b"c1!")
+    assert engine.stats.interesting == 1
+
+
+def test_later_success_is_returned_once_earlier_ones_fail(make_engine):
+    candidates = [b"c0", b"c1", b"c2!", b"c3"]
+    recorder = Recorder(lambda text: 0.15 if text == b"c0" else 0.0)
+    engine = make_engine(recorder, jobs=4)
+    assert engine.first_success(candidates, smaller_than=100) == (2, b"c2!")
+
+
+def test_none_when_nothing_is_interesting(make_engine):
+    engine = make_engine(Recorder(), jobs=2)
+    assert engine.first_success([b"a", b"b", b"c"], smaller_than=100) is None
+    assert engine.first_success([], smaller_than=100) is None
+    assert engine.stats.interesting == 0
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 4])
+def test_same_answer_for_any_jobs(make_engine, jobs):
+    candidates = [b"x" * n + (b"!" if n % 5 == 3 else b"") for n in range(1, 12)]
+    recorder = Recorder(lambda text: 0.01 * (len(text) % 3))
+    engine = make_engine(recorder, jobs=jobs)
+    assert engine.first_success(candidates, smaller_than=100) == (2, b"xxx!")
+    assert recorder.max_running <= jobs
+
+
+def test_candidates_are_pulled_lazily_and_never_past_a_success(make_engine):
+    pulled: list[int] = []
+
+    def candidates() -> Iterator[bytes]:
+        for index in range(100):
+            pulled.append(index)
+            yield b"c%d" % index + (b"!" if index == 2 else b"")
+
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=1)
+    assert engine.first_success(candidates(), smaller_than=100) == (2, b"c2!")
+    assert pulled == [0, 1, 2]
+    assert recorder.started == [b"c0", b"c1", b"c2!"]
+
+
+def test_at_most_jobs_runs_at_once(make_engine):
+    recorder = Recorder(lambda text: 0.1)
+    engine = make_engine(recorder, jobs=3)
+    assert engine.first_success([b"%d" % i for i in range(10)], smaller_than=100) is None
+    assert recorder.max_running == 3
+    assert engine.stats.tests_run == 10
+
+
+def test_speculative_runs_past_the_winner_finish_into_the_cache(make_engine):
+    candidates = [b"w!", b"s1", b"s2", b"s3"]
+    recorder = Recorder(lambda text: 0.0 if text == b"w!" else 0.2)
+    engine = make_engine(recorder, jobs=4)
+    assert engine.first_success(candidates, smaller_than=100) == (0, b"w!")
+    # the orphans are not re-run when asked about: their runs are joined, then cached
+    assert engine.first_success([b"s1", b"s2", b"s3"], smaller_than=100) is None
+    assert sorted(recorder.started) == sorted(candidates)
+    assert engine.stats.tests_run == 4
+    for text in candidates[1:]:
+        assert engine.cache.get(blob_id(text)) is not None
+
+
+def test_duplicates_in_a_batch_run_once(make_engine):
+    recorder = Recorder(lambda text: 0.05)
+    engine = make_engine(recorder, jobs=2)
+    assert engine.first_success([b"dup", b"dup", b"dup!"], smaller_than=100) == (2, b"dup!")
+    assert recorder.started.count(b"dup") == 1
+
+
+# --- the gate ----------------------------------------------------------------------------
+
+
+def test_not_smaller_is_rejected_without_a_run(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=2)
+    assert engine.first_success([b"big!", b"bigger!"], smaller_than=4) is None
+    assert recorder.started == []
+    assert engine.stats.not_smaller == 2
+    assert engine.stats.tests_run == 0
+    assert engine.first_success([b"big!", b"ok!"], smaller_than=4) == (1, b"ok!")
+    assert recorder.started == [b"ok!"]
+
+
+def test_cache_hits_are_counted_and_not_rerun(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=2)
+    assert engine.first_success([b"a", b"b!"], smaller_than=100) == (1, b"b!")
+    assert engine.stats.tests_run == 2 and engine.stats.cache_hits == 0
+    assert engine.first_success([b"a", b"b!"], smaller_than=100) == (1, b"b!")
+    assert engine.stats.tests_run == 2
+    assert engine.stats.cache_hits == 2
+    assert recorder.started.count(b"a") == 1 and recorder.started.count(b"b!") == 1
+
+
+def test_a_cached_success_stops_the_batch_before_any_run(make_engine):
+    recorder = Recorder(lambda text: 0.05)
+    engine = make_engine(recorder, jobs=4)
+    engine.test(b"known!")
+    before = list(recorder.started)
+    assert engine.first_success([b"known!", b"x", b"y"], smaller_than=100) == (0, b"known!")
+    assert recorder.started == before
+
+
+def test_shared_cache_is_used(make_engine):
+    cache = MemoryCache()
+    cache.put(blob_id(b"pre!"), Outcome(Verdict.BAD, 1, 0.0))
+    recorder = Recorder()
+    engine = Engine(recorder, is_bad, jobs=1, cache=cache)
+    try:
+        assert engine.first_success([b"pre!"], smaller_than=100) == (0, b"pre!")
+        assert recorder.started == []
+        assert engine.stats.cache_hits == 1
+    finally:
+        engine.close()
+
+
+def test_precheck_rejection_without_a_run(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=2)
+    checked: list[bytes] = []
+
+    def precheck(text: bytes) -> bool:
+        checked.append(text)
+        return not text.startswith(b"bad")
+
+    result = engine.first_success(
+        [b"bad1!", b"good", b"bad2!", b"fine!"], smaller_than=100, precheck=precheck
+    )
+    assert result == (3, b"fine!")
+    assert recorder.started == [b"good", b"fine!"]
+    assert engine.stats.syntax_rejected == 2
+    # a rejected text is remembered: not checked again, not run, not counted twice
+    assert engine.first_success([b"bad1!"], smaller_than=100, precheck=precheck) is None
+    assert checked.count(b"bad1!") == 1
+    assert engine.stats.syntax_rejected == 2
+    assert recorder.started == [b"good", b"fine!"]
+
+
+def test_gate_order_size_before_cache_before_precheck(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=1)
+    engine.test(b"cached!")
+    calls: list[bytes] = []
+
+    def precheck(text: bytes) -> bool:
+        calls.append(text)
+        return True
+
+    engine.first_success([b"cached!"], smaller_than=3, precheck=precheck)
+    assert engine.stats.not_smaller == 1 and engine.stats.cache_hits == 0
+    assert engine.first_success([b"cached!"], smaller_than=100, precheck=precheck) == (
+        0,
+        b"cached!",
+    )
+    assert engine.stats.cache_hits == 1
+    assert calls == []  # a cached verdict needs no parse
+
+
+# --- test() and stats --------------------------------------------------------------------
+
+
+def test_test_runs_without_gate_and_caches(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=2)
+    outcome = engine.test(b"x" * 1000 + b"!")
+    assert outcome.verdict is Verdict.BAD
+    assert engine.test(b"x" * 1000 + b"!") == outcome
+    assert engine.test(b"good").verdict is Verdict.GOOD
+    assert len(recorder.started) == 2
+    assert engine.stats.tests_run == 2
+    assert engine.stats.cache_hits == 1
+    assert engine.stats.interesting == 0  # test() is no search
+
+
+def test_stats_counters(make_engine):
+    recorder = Recorder(lambda text: 0.02)
+    engine = make_engine(recorder, jobs=2)
+    engine.pass_name = "alpha"
+    engine.first_success([b"a", b"b", b"c!"], smaller_than=100)
+    engine.pass_name = "beta"
+    engine.first_success([b"d!", b"toolong"], smaller_than=5)
+    engine.first_success([b"a"], smaller_than=100)
+    stats = engine.stats
+    assert stats.tests_run == 4
+    assert stats.by_pass == {"alpha": 3, "beta": 1}
+    assert stats.interesting == 2
+    assert stats.cache_hits == 1
+    assert stats.not_smaller == 1  # "toolong" was pulled alongside "d!" (jobs=2)
+    assert 0.04 <= stats.oracle_busy_seconds < stats.elapsed
+    assert stats.elapsed > 0
+
+
+def test_run_test_errors_propagate(make_engine):
+    def explode(text: bytes) -> Outcome:
+        raise RuntimeError("oracle broke")
+
+    engine = Engine(explode, is_bad, jobs=2)
+    try:
+        with pytest.raises(RuntimeError, match="oracle broke"):
+            engine.first_success([b"a", b"b"], smaller_than=100)
+        with pytest.raises(RuntimeError, match="oracle broke"):
+            engine.test(b"c")
+    finally:
+        engine.close()

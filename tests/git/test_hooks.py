@@ -1,0 +1,332 @@
+"""`git reduce hooks`: installing, uninstalling, and the post-commit hook end to end.
+
+Real repositories, real `git commit`, the real hook script run by git, the real
+git-reduce console script of this virtualenv and gcc as the test. PATH does
+not contain the virtualenv: the hook must run the git-reduce it recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitreduce.core.errors import UserError
+from gitreduce.git import hooks
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "fixtures" / "sequence-point"
+VENV_BIN = Path(sys.executable).parent
+
+needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """An environment without the user's git config, caches or this virtualenv on PATH."""
+    home = tmp_path / "home"
+    for name in ("home", "config", "cache", "tmp"):
+        (tmp_path / name).mkdir()
+    path = os.pathsep.join(
+        entry
+        for entry in os.environ.get("PATH", "").split(os.pathsep)
+        if entry and Path(entry).resolve() != VENV_BIN.resolve()
+    )
+    base = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    return base | {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PATH": path,
+        "LC_ALL": "C",
+    }
+
+
+def git(repo: Path, env: dict[str, str], *args: str, check: bool = True):
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=check
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path, env: dict[str, str]) -> Path:
+    path = tmp_path / "findings"
+    path.mkdir()
+    git(path, env, "init", "-q", "-b", "main")
+    git(path, env, "config", "user.name", "Fuzzer")
+    git(path, env, "config", "user.email", "fuzzer@example.com")
+    return path
+
+
+def note_of(repo: Path, env: dict[str, str], rev: str = "HEAD") -> str | None:
+    shown = git(repo, env, "notes", "--ref=reduce", "show", rev, check=False)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+def wait_for_note(repo: Path, env: dict[str, str], rev: str, seconds: float = 90.0) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        note = note_of(repo, env, rev)
+        if note is not None:
+            return note
+        time.sleep(0.25)
+    log = Path(repo, ".git", "gitreduce-hook.log")
+    raise AssertionError(
+        f"no note after {seconds:.0f}s; hook log:\n"
+        + (log.read_text() if log.exists() else "(none)")
+    )
+
+
+def seed_and_variant(repo: Path, env: dict[str, str]) -> None:
+    """The fuzzer's seed commit: test script and the passing program."""
+    shutil.copy(FIXTURE / "test.sh", repo / "test.sh")
+    variant = (FIXTURE / "variant.c").read_text()
+    seed = variant.replace("count = count++ + step;", "count = count + step;")
+    assert seed != variant
+    (repo / "prog.c").write_text(seed)
+    git(repo, env, "add", "test.sh", "prog.c")
+    git(repo, env, "commit", "-q", "-m", "seed")
+    (repo / "prog.c").write_text(variant)
+
+
+# -- the shipped script ---------------------------------------------------------------
+
+
+def test_shipped_hook_is_the_installed_template() -> None:
+    shipped = ROOT / "hooks" / "post-commit"
+    assert shipped.read_text() == hooks.POST_COMMIT
+    assert shipped.stat().st_mode & stat.S_IXUSR
+
+
+@pytest.mark.parametrize("shell", ["sh", "dash", "bash"])
+def test_hook_parses_as_posix_sh(shell: str) -> None:
+    if shutil.which(shell) is None:
+        pytest.skip(f"{shell} is not installed")
+    subprocess.run([shell, "-n", str(ROOT / "hooks" / "post-commit")], check=True)
+
+
+def test_render_records_the_executable_quoted() -> None:
+    text = hooks.render("post-commit", "/opt/my tools/bin/git-reduce")
+    assert "GITREDUCE_EXE='/opt/my tools/bin/git-reduce'" in text
+    assert hooks.render("post-commit", None) == hooks.POST_COMMIT
+
+
+# -- install / uninstall --------------------------------------------------------------
+
+
+def test_install_writes_an_executable_hook_where_git_looks(repo: Path, env: dict[str, str]) -> None:
+    done = hooks.install(repo)
+    hook = repo / ".git" / "hooks" / "post-commit"
+    assert hook.is_file() and os.access(hook, os.X_OK)
+    where = git(repo, env, "rev-parse", "--git-path", "hooks").stdout.strip()
+    assert (repo / where).resolve() == hook.parent.resolve()
+    recorded = str(VENV_BIN / "git-reduce")
+    assert f"GITREDUCE_EXE={recorded}" in hook.read_text()
+    assert any(str(hook) in line for line in done)
+    # Installing again replaces our own hook without --force.
+    hooks.install(repo)
+    assert hooks.uninstall(repo) == [f"removed {hook}"]
+    assert not hook.exists()
+    assert hooks.uninstall(repo) == [f"no post-commit hook in {hook.parent}"]
+
+
+def test_install_respects_a_relative_core_hooks_path(repo: Path, env: dict[str, str]) -> None:
+    git(repo, env, "config", "core.hooksPath", "tools/hooks")
+    sub = repo / "src" / "deep"
+    sub.mkdir(parents=True)
+    hooks.install(sub)  # from a subdirectory: the path is relative to the work tree
+    hook = repo / "tools" / "hooks" / "post-commit"
+    assert hook.is_file()
+    assert not (repo / ".git" / "hooks" / "post-commit").exists()
+    assert not (sub / "tools").exists()
+    where = git(repo, env, "rev-parse", "--git-path", "hooks").stdout.strip()
+    assert (repo / where).resolve() == hook.parent.resolve()
+    hooks.uninstall(repo)
+    assert not hook.exists()
+
+
+def test_install_respects_an_absolute_core_hooks_path(
+    repo: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared-hooks"
+    git(repo, env, "config", "core.hooksPath", str(shared))
+    hooks.install(repo)
+    assert (shared / "post-commit").is_file()
+
+
+def test_a_foreign_hook_is_kept_unless_forced_and_restored_on_uninstall(repo: Path) -> None:
+    hook = repo / ".git" / "hooks" / "post-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\necho mine\n")
+    with pytest.raises(UserError, match=r"not installed by git reduce.*--force"):
+        hooks.install(repo)
+    assert hook.read_text() == "#!/bin/sh\necho mine\n"
+    with pytest.raises(UserError, match="not installed by git reduce"):
+        hooks.uninstall(repo)
+    done = hooks.install(repo, force=True)
+    assert hooks.is_ours(hook)
+    backup = hook.with_name("post-commit" + hooks.BACKUP_SUFFIX)
+    assert backup.read_text() == "#!/bin/sh\necho mine\n"
+    assert any(backup.name in line for line in done)
+    hooks.uninstall(repo)
+    assert hook.read_text() == "#!/bin/sh\necho mine\n"
+    assert not backup.exists()
+
+
+def test_cli_errors_are_one_line(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    hook = repo / ".git" / "hooks" / "post-commit"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\n")
+    monkeypatch.chdir(repo)
+    assert hooks.main(["install"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "--force" in err and "\n" not in err
+    assert hooks.main(["install", "--force"]) == 0
+    assert "installed" in capsys.readouterr().err
+    assert hooks.main(["uninstall"]) == 0
+    assert "restored the previous hook" in capsys.readouterr().err
+    assert hooks.main(["bogus"]) == 2
+    assert capsys.readouterr().err.startswith("error:")
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    assert hooks.main(["install"]) == 2
+    assert "not in a git repository" in capsys.readouterr().err
+
+
+# -- the hook at work -----------------------------------------------------------------
+
+
+@needs_gcc
+def test_a_finding_commit_gets_its_minimal_change_as_a_note(
+    repo: Path, env: dict[str, str]
+) -> None:
+    assert str(VENV_BIN) not in env["PATH"].split(os.pathsep)
+    hooks.install(repo)
+    seed_and_variant(repo, env)
+    started = time.monotonic()
+    committed = git(
+        repo,
+        env,
+        "commit",
+        "-q",
+        "-a",
+        "-m",
+        "fuzzer: -Wsequence-point finding",
+        "-m",
+        "Reduce-Test: ./test.sh {}",
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < 2.0, f"git commit took {elapsed:.2f}s: the hook must not block"
+    assert "in the background" in committed.stderr
+    sha = git(repo, env, "rev-parse", "HEAD").stdout.strip()
+    note = wait_for_note(repo, env, sha)
+    assert re.search(r"^\+\s+count = count\+\+;$", note, re.MULTILINE), note  # any indentation
+    assert re.search(r"^-\s+count = count;$", note, re.MULTILINE), note
+    assert f"Branch: reduce/{sha[:7]}" in note
+    shown = git(repo, env, "log", "--notes=reduce", "-1").stdout
+    assert "Notes (reduce):" in shown and "count = count++;" in shown
+    # The user's work tree, index and branch are untouched; the result is a branch.
+    assert git(repo, env, "status", "--porcelain").stdout == ""
+    assert git(repo, env, "rev-parse", "HEAD").stdout.strip() == sha
+    assert git(repo, env, "rev-parse", "--verify", "-q", f"reduce/{sha[:7]}").returncode == 0
+    log = (repo / ".git" / "gitreduce-hook.log").read_text()
+    assert f"{sha[:7]}: {VENV_BIN / 'git-reduce'} {sha}^..{sha} -- prog.c" in log
+    assert "note attached" in log
+
+
+def test_a_failing_reduction_leaves_a_note_saying_why(repo: Path, env: dict[str, str]) -> None:
+    """Several files changed, Reduce-Path picks one; the test calls the seed bad, so it fails."""
+    hooks.install(repo)
+    (repo / "a.txt").write_text("one\n")
+    (repo / "b.txt").write_text("two\n")
+    git(repo, env, "add", ".")
+    git(repo, env, "commit", "-q", "-m", "seed")
+    (repo / "a.txt").write_text("one changed\n")
+    (repo / "b.txt").write_text("two changed\n")
+    git(
+        repo,
+        env,
+        "commit",
+        "-q",
+        "-a",
+        "-m",
+        "both",
+        "-m",
+        "Reduce-Test: false\nReduce-Path: a.txt",
+    )
+    note = wait_for_note(repo, env, "HEAD", 60)
+    assert note.startswith("git reduce failed (exit 2)")
+    assert "-- a.txt" in note and "Test: false" in note
+    assert "seed" in note  # git-reduce's one-line reason: the seed is not good
+
+
+def test_no_trailer_no_work(repo: Path, env: dict[str, str]) -> None:
+    hooks.install(repo)
+    (repo / "a.c").write_text("int a;\n")
+    git(repo, env, "add", ".")
+    git(repo, env, "commit", "-q", "-m", "seed")
+    (repo / "a.c").write_text("int b;\n")
+    committed = git(repo, env, "commit", "-q", "-a", "-m", "plain commit")
+    assert committed.stderr == ""
+    assert not (repo / ".git" / "gitreduce-hook.log").exists()
+
+
+def test_several_changed_files_without_reduce_path_are_skipped(
+    repo: Path, env: dict[str, str]
+) -> None:
+    hooks.install(repo)
+    (repo / "a.c").write_text("int a;\n")
+    (repo / "b.c").write_text("int b;\n")
+    git(repo, env, "add", ".")
+    git(repo, env, "commit", "-q", "-m", "seed")
+    (repo / "a.c").write_text("int aa;\n")
+    (repo / "b.c").write_text("int bb;\n")
+    committed = git(repo, env, "commit", "-q", "-a", "-m", "two files", "-m", "Reduce-Test: true")
+    assert committed.returncode == 0
+    assert "changes 2 files" in committed.stderr and "Reduce-Path" in committed.stderr
+    assert not (repo / ".git" / "gitreduce-hook.log").exists()
+
+
+def test_root_commit_and_cherry_pick_do_not_run_the_trailer(
+    repo: Path, env: dict[str, str]
+) -> None:
+    hooks.install(repo)
+    (repo / "a.c").write_text("int a;\n")
+    git(repo, env, "add", ".")
+    first = git(repo, env, "commit", "-q", "-m", "root", "-m", "Reduce-Test: true")
+    assert "no parent" in first.stderr
+    git(repo, env, "checkout", "-q", "-b", "other")
+    (repo / "a.c").write_text("int b;\n")
+    marker = repo.parent / "ran"
+    quiet = env | {"GITREDUCE_HOOK": "0"}  # this commit's own run would create the marker
+    git(repo, quiet, "commit", "-q", "-a", "-m", "x", "-m", f"Reduce-Test: touch {marker}")
+    git(repo, env, "checkout", "-q", "main")
+    picked = git(repo, env, "cherry-pick", "other")
+    assert "only `git commit` runs a Reduce-Test" in picked.stderr
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_gitreduce_hook_0_turns_it_off(repo: Path, env: dict[str, str]) -> None:
+    hooks.install(repo)
+    (repo / "a.c").write_text("int a;\n")
+    git(repo, env, "add", ".")
+    git(repo, env, "commit", "-q", "-m", "seed")
+    (repo / "a.c").write_text("int b;\n")
+    off = env | {"GITREDUCE_HOOK": "0"}
+    committed = git(repo, off, "commit", "-q", "-a", "-m", "x", "-m", "Reduce-Test: true")
+    assert committed.stderr == ""
+    assert not (repo / ".git" / "gitreduce-hook.log").exists()

@@ -1,0 +1,538 @@
+"""The oracle against real shells and processes: exit mapping, scratch dirs, kills, calibration."""
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gitreduce.core.errors import UserError
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.oracle.runner import Oracle, OracleClosed, TestSpec, calibrate
+from gitreduce.oracle.signature import extract_signature, signature_matches
+
+# Exits with the status written in the candidate, or kills its own shell.
+EXIT_AS_TOLD = 'code=$(cat {}); [ "$code" = kill ] && kill -9 $$; exit "$code"'
+
+
+def alive(pid: int) -> bool:
+    """Zombies count as dead: an orphan's reaper may be slow (or absent in containers)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return state != "Z"
+
+
+def wait_dead(pid: int, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def wait_for_file(path: Path, within: float = 5.0) -> str:
+    deadline = time.monotonic() + within
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+    return path.read_text().strip()
+
+
+def script(path: Path, body: str, executable: bool = True) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755 if executable else 0o644)
+    return path
+
+
+@pytest.fixture(scope="module")
+def bisect_oracle():
+    with Oracle(TestSpec(EXIT_AS_TOLD, "variant.txt", timeout=10), jobs=1) as oracle:
+        yield oracle
+
+
+@pytest.fixture(scope="module")
+def interesting_oracle():
+    spec = TestSpec(EXIT_AS_TOLD, "variant.txt", polarity="interesting", timeout=10)
+    with Oracle(spec, jobs=1) as oracle:
+        yield oracle
+
+
+# --- exit status mapping ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("told", "verdict", "code"),
+    [
+        (b"0", Verdict.GOOD, 0),
+        (b"1", Verdict.BAD, 1),
+        (b"42", Verdict.BAD, 42),
+        (b"124", Verdict.BAD, 124),
+        (b"125", Verdict.SKIP, 125),
+        (b"126", Verdict.BAD, 126),
+        (b"127", Verdict.BAD, 127),
+        (b"128", Verdict.BROKEN, 128),
+        (b"255", Verdict.BROKEN, 255),
+        (b"kill", Verdict.BROKEN, -9),
+    ],
+)
+def test_bisect_polarity_maps_exit_status(bisect_oracle, told, verdict, code):
+    outcome = bisect_oracle.run(told)
+    assert (outcome.verdict, outcome.exit_code) == (verdict, code)
+    assert outcome.seconds >= 0
+    assert (outcome.signature is not None) == (verdict is Verdict.BAD)
+
+
+@pytest.mark.parametrize(
+    ("told", "verdict"),
+    [
+        (b"0", Verdict.BAD),
+        (b"1", Verdict.SKIP),
+        (b"125", Verdict.SKIP),
+        (b"200", Verdict.SKIP),
+        (b"kill", Verdict.SKIP),
+    ],
+)
+def test_interesting_polarity_maps_exit_status(interesting_oracle, told, verdict):
+    outcome = interesting_oracle.run(told)
+    assert outcome.verdict is verdict
+    assert outcome.signature == ("interesting" if verdict is Verdict.BAD else None)
+
+
+@pytest.mark.parametrize("polarity", ["bisect", "interesting"])
+def test_timeout_in_both_polarities(polarity):
+    spec = TestSpec("sleep 5", "x.c", polarity=polarity, timeout=0.2)
+    with Oracle(spec, jobs=1) as oracle:
+        start = time.monotonic()
+        outcome = oracle.run(b"")
+    assert outcome == Outcome(Verdict.TIMEOUT, None, outcome.seconds)
+    assert 0.2 <= outcome.seconds < 2
+    assert time.monotonic() - start < 2
+
+
+def test_bad_signature_comes_from_output():
+    command = (
+        "echo 'note: fine'; echo \"$(basename {}):3:4: error: boom at 0xdeadbeef\" >&2; exit 3"
+    )
+    with Oracle(TestSpec(command, "v.c", timeout=10), jobs=1) as oracle:
+        assert oracle.run(b"").signature == "exit 3: error: boom at 0x<hex>"
+
+
+def test_long_output_keeps_its_head_and_tail():
+    command = "echo 'error: first'; yes noise | head -c 300000; echo; echo 'panic: last'; exit 1"
+    with Oracle(TestSpec(command, "v.c", timeout=10), jobs=1) as oracle:
+        outcome, output = oracle._execute(b"")
+    assert outcome.signature == "exit 1: panic: last"
+    assert output.startswith("error: first\n") and len(output) < 100_000
+
+
+def test_bad_signature_without_error_line_is_the_exit_status():
+    with Oracle(TestSpec("echo hello; exit 4", "v.c", timeout=10), jobs=1) as oracle:
+        assert oracle.run(b"").signature == "exit 4"
+
+
+def test_signature_mentions_candidate_path_relatively():
+    """Slots differ in their absolute paths; signatures must not."""
+    command = 'echo "ERROR: AddressSanitizer: bad read in $GITREDUCE_FILE"; exit 1'
+    spec = TestSpec(command, "src/v.c", timeout=10)
+    with Oracle(spec, jobs=2) as oracle, ThreadPoolExecutor(2) as pool:
+        signatures = {o.signature for o in pool.map(oracle.run, [b""] * 4)}
+    assert signatures == {"exit 1: ERROR: AddressSanitizer: bad read in src/v.c"}
+
+
+@pytest.mark.parametrize(
+    ("regex", "expected"),
+    [
+        (r"in (\w+), at", "tree_vec_extract"),
+        (r"^internal compiler error: in \w+", "internal compiler error: in tree_vec_extract"),
+        (r"segfault", None),
+    ],
+)
+def test_signature_regex(regex, expected):
+    command = (
+        "echo 'v.c:1:2: warning: meh'; "
+        "echo 'internal compiler error: in tree_vec_extract, at x.cc:186'; exit 1"
+    )
+    spec = TestSpec(command, "v.c", timeout=10, signature_regex=regex)
+    with Oracle(spec, jobs=1) as oracle:
+        outcome = oracle.run(b"")
+    assert (outcome.verdict, outcome.signature) == (Verdict.BAD, expected)
+
+
+def test_invalid_signature_regex_is_a_user_error():
+    with pytest.raises(UserError, match="invalid signature pattern"):
+        Oracle(TestSpec("true", "v.c", signature_regex="(unclosed"), jobs=1)
+
+
+# --- where and how the test runs -------------------------------------------------------
+
+
+def test_candidate_placement_placeholder_env_and_cwd(tmp_path):
+    rel = "sub dir/deeper/my file.c"
+    command = (
+        'test "$(cat {})" = hello'
+        ' && test "$(cat "{}")" = hello'
+        ' && test "$GITREDUCE_FILE" = {}'
+        f' && test "$(pwd -P)/{rel}" = "$GITREDUCE_FILE"'
+        f' && test "$(cat "{rel}")" = hello'
+        ' && test "$EXTRA" = "a b"'
+    )
+    scratch = tmp_path / "scratch with space"
+    scratch.mkdir()
+    spec = TestSpec(command, rel, timeout=10, env={"EXTRA": "a b"})
+    with Oracle(spec, jobs=2, scratch_root=scratch) as oracle:
+        assert oracle.run(b"hello").verdict is Verdict.GOOD
+        assert oracle.run(b"bye").verdict is Verdict.BAD
+    assert list(scratch.iterdir()) == []
+
+
+def test_leftovers_of_a_run_are_removed_before_the_next():
+    command = (
+        "if test -e junk.txt || test -e junkdir; then exit 1; fi; "
+        "mkdir -p junkdir/ro && touch junk.txt junkdir/ro/f && chmod a-w junkdir/ro"
+    )
+    with Oracle(TestSpec(command, "src/v.c", timeout=10), jobs=1) as oracle:
+        assert [oracle.run(b"x").verdict for _ in range(3)] == [Verdict.GOOD] * 3
+
+
+def test_parallel_runs_get_their_own_candidates():
+    spec = TestSpec('sleep 0.05; exit "$(cat {})"', "v.txt", timeout=10)
+    codes = [0, 1, 2, 125, 3, 0, 4, 5]
+    with Oracle(spec, jobs=4) as oracle, ThreadPoolExecutor(4) as pool:
+        outcomes = list(pool.map(oracle.run, [str(c).encode() for c in codes]))
+    assert [o.exit_code for o in outcomes] == codes
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    pidfile = tmp_path / "pid"
+    spec = TestSpec(f"sleep 30 & echo $! > {pidfile}; wait", "v.c", timeout=0.3)
+    with Oracle(spec, jobs=1) as oracle:
+        assert oracle.run(b"").verdict is Verdict.TIMEOUT
+    assert wait_dead(int(pidfile.read_text()))
+
+
+def test_background_children_do_not_outlive_a_finished_run(tmp_path):
+    pidfile = tmp_path / "pid"
+    spec = TestSpec(f"sleep 30 & echo $! > {pidfile}; exit 0", "v.c", timeout=10)
+    with Oracle(spec, jobs=1) as oracle:
+        outcome = oracle.run(b"")
+    assert outcome.verdict is Verdict.GOOD and outcome.seconds < 5
+    assert wait_dead(int(pidfile.read_text()))
+
+
+def test_close_during_runs_returns_promptly_and_cleans_up(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    spec = TestSpec(f'sleep 30 & echo $! > "{tmp_path}/pid.$$"; wait', "v.c", timeout=60)
+    oracle = Oracle(spec, jobs=2, scratch_root=scratch)
+    results: list[object] = []
+
+    def worker() -> None:
+        try:
+            results.append(oracle.run(b""))
+        except OracleClosed as closed:
+            results.append(closed)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]  # one waits for a slot
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(list(tmp_path.glob("pid.*"))) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    pids = [int(wait_for_file(p)) for p in tmp_path.glob("pid.*")]
+
+    start = time.monotonic()
+    oracle.close()
+    oracle.close()  # idempotent
+    for thread in threads:
+        thread.join(timeout=5)
+    assert time.monotonic() - start < 3
+    assert not any(thread.is_alive() for thread in threads)
+    assert len(results) == 3 and all(isinstance(r, OracleClosed) for r in results)
+    assert all(wait_dead(pid) for pid in pids)
+    assert list(scratch.iterdir()) == []
+    with pytest.raises(OracleClosed):
+        oracle.run(b"")
+
+
+def test_close_from_a_signal_handler_interrupts_a_run_in_the_main_thread(tmp_path):
+    pidfile = tmp_path / "pid"
+    spec = TestSpec(f"sleep 30 & echo $! > {pidfile}; wait", "v.c", timeout=60)
+    oracle = Oracle(spec, jobs=1, scratch_root=tmp_path)
+    previous = signal.signal(signal.SIGALRM, lambda *_: oracle.close())
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        start = time.monotonic()
+        with pytest.raises(OracleClosed):
+            oracle.run(b"")
+        assert time.monotonic() - start < 3
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert wait_dead(int(pidfile.read_text()))
+    assert [p.name for p in tmp_path.iterdir()] == ["pid"]
+
+
+def test_relative_test_script_is_resolved_against_the_invoking_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").mkdir()
+    script(tmp_path / "tests" / "check.sh", 'if grep -q bug "$1"; then exit 1; fi\n')
+    (tmp_path / "check.py").write_text("import sys\nsys.exit(open(sys.argv[1]).read() != 'x')\n")
+    with Oracle(TestSpec("./tests/check.sh {}", "v.c", timeout=10), jobs=1) as oracle:
+        assert oracle.run(b"a bug").verdict is Verdict.BAD
+        assert oracle.run(b"fine").verdict is Verdict.GOOD
+    with Oracle(TestSpec("python3 -B check.py {}", "v.c", timeout=10), jobs=1) as oracle:
+        assert oracle.run(b"x").verdict is Verdict.GOOD
+
+
+def test_oracle_rejects_escaping_relative_paths():
+    with pytest.raises(ValueError):
+        Oracle(TestSpec("true", "../v.c"), jobs=1)
+
+
+# --- fingerprint and interestingness ---------------------------------------------------
+
+
+def test_fingerprint_follows_the_test_script_and_the_rules(tmp_path):
+    test = script(tmp_path / "t.sh", "exit 1\n")
+    spec = TestSpec(f"{test} {{}}", "v.c", timeout=2.0)
+    before = spec.fingerprint()
+    assert spec.fingerprint() == before
+    assert len(before) == 40
+    for changed in (
+        replace(spec, polarity="interesting"),
+        replace(spec, timeout=3.0),
+        replace(spec, signature_regex="x"),
+        replace(spec, any_failure=True),
+    ):
+        assert changed.fingerprint() != before
+    script(test, "exit 2\n")
+    assert spec.fingerprint() != before
+
+
+def test_is_interesting_requires_the_same_failure():
+    spec = TestSpec("true", "v.c")
+    original = Outcome(Verdict.BAD, 1, 0.1, "exit 1: internal compiler error: in f, at a.cc:1")
+    same = Outcome(Verdict.BAD, 1, 0.2, original.signature)
+    other = Outcome(Verdict.BAD, 1, 0.2, "exit 1: error: expected ';'")
+    skip = Outcome(Verdict.SKIP, 125, 0.2)
+    assert spec.is_interesting(original, same)
+    assert not spec.is_interesting(original, other)
+    assert not spec.is_interesting(original, skip)
+    assert replace(spec, any_failure=True).is_interesting(original, other)
+    assert not replace(spec, any_failure=True).is_interesting(original, skip)
+
+
+# --- calibration -----------------------------------------------------------------------
+
+
+def test_calibrate_derives_timeout_and_returns_the_signature():
+    spec = TestSpec("echo 'v.c:1:1: error: boom' >&2; exit 1", "v.c")
+    calibrated, outcome = calibrate(spec, b"", Verdict.BAD)
+    assert calibrated == replace(spec, timeout=1.0)
+    assert outcome.verdict is Verdict.BAD and outcome.signature == "exit 1: error: boom"
+
+
+def test_calibrate_scales_the_timeout_with_the_slower_run():
+    calibrated, _ = calibrate(TestSpec("sleep 0.15", "v.c"), b"", Verdict.GOOD, jobs=2)
+    assert calibrated.timeout is not None and 2.0 <= calibrated.timeout <= 10.0
+    assert calibrated.timeout == int(calibrated.timeout)
+
+
+def test_calibrate_keeps_a_given_timeout():
+    calibrated, outcome = calibrate(TestSpec("exit 0", "v.c", timeout=7.5), b"", Verdict.GOOD)
+    assert calibrated.timeout == 7.5 and outcome.verdict is Verdict.GOOD
+
+
+def test_calibrate_accepts_interestingness_tests():
+    spec = TestSpec("grep -q crash {}", "v.c", polarity="interesting")
+    assert calibrate(spec, b"crash here", Verdict.BAD)[1].signature == "interesting"
+    with pytest.raises(UserError, match=r"not interesting under the test \(exit 1\)$"):
+        calibrate(spec, b"fine", Verdict.BAD)
+
+
+def test_calibrate_rejects_a_non_executable_script(tmp_path):
+    test = script(tmp_path / "t.sh", "exit 1\n", executable=False)
+    with pytest.raises(UserError, match=r"test script .*t\.sh is not executable \(chmod \+x"):
+        calibrate(TestSpec(f"{test} {{}}", "v.c"), b"", Verdict.BAD)
+
+
+@pytest.mark.parametrize("command", ["./no-such-test.sh {}", "no-such-command-xyz {}"])
+def test_calibrate_reports_a_missing_command(command):
+    with pytest.raises(UserError, match=r"could not run \(exit 127\): .*not found"):
+        calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
+
+
+def test_calibrate_hints_at_dot_slash(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    script(tmp_path / "t.sh", "exit 1\n")
+    with pytest.raises(UserError, match=r"write \./t\.sh"):
+        calibrate(TestSpec("t.sh {}", "v.c"), b"", Verdict.BAD)
+
+
+def test_calibrate_detects_a_flaky_test(tmp_path):
+    counter = tmp_path / "counter"
+    test = script(
+        tmp_path / "t.sh",
+        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"; '
+        "exit $((n % 2))\n",
+    )
+    with pytest.raises(UserError, match=r"flaky test: .* classified good then bad; make the test"):
+        calibrate(TestSpec(str(test), "v.c"), b"", Verdict.BAD)
+
+
+def test_calibrate_detects_a_flaky_signature(tmp_path):
+    counter = tmp_path / "counter"
+    command = (
+        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"; '
+        'echo "error: attempt $n"; exit 1'
+    )
+    with pytest.raises(UserError, match=r"flaky test: .*'exit 1: error: attempt 0'"):
+        calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
+    counter.unlink()
+    calibrate(TestSpec(command, "v.c", any_failure=True), b"", Verdict.BAD)
+
+
+@pytest.mark.parametrize(
+    ("command", "expect", "message"),
+    [
+        (
+            "echo all fine; exit 0",
+            Verdict.BAD,
+            r"^the original input is not bad .*\(exit 0\): all fine$",
+        ),
+        ("echo nope; exit 125", Verdict.BAD, r"not bad under the test \(exit 125\): nope"),
+        (
+            "echo 'error: x' >&2; exit 1",
+            Verdict.GOOD,
+            r"not good under the test \(exit 1\): error: x",
+        ),
+        ("kill -9 $$", Verdict.GOOD, r"not good under the test \(killed by SIGKILL\)$"),
+    ],
+)
+def test_calibrate_rejects_the_wrong_verdict(command, expect, message):
+    with pytest.raises(UserError, match=message):
+        calibrate(TestSpec(command, "v.c"), b"", expect)
+
+
+def test_calibrate_rejects_a_signature_regex_that_matches_nothing():
+    spec = TestSpec("echo 'error: x'; exit 1", "v.c", signature_regex="internal compiler error")
+    with pytest.raises(UserError, match="matches nothing"):
+        calibrate(spec, b"", Verdict.BAD)
+
+
+def test_calibrate_reports_a_hanging_test():
+    start = time.monotonic()
+    with pytest.raises(UserError, match=r"^the test timed out on the original after 0\.3 s$"):
+        calibrate(TestSpec("sleep 10", "v.c", timeout=0.3), b"", Verdict.BAD)
+    assert time.monotonic() - start < 2
+
+
+# --- signatures ------------------------------------------------------------------------
+
+GCC_ICE = """\
+during GIMPLE pass: veclower2
+/tmp/gitreduce-abc123/0/variant.c: In function 'f':
+variant.c:12:5: warning: unused variable 'y' [-Wunused-variable]
+variant.c:12:5: internal compiler error: in tree_vec_extract, at tree-vect-generic.cc:186
+   12 |     v = v + w;
+      |     ^
+0x1a2b3c4 tree_vec_extract
+\t../../gcc/tree-vect-generic.cc:186
+Please submit a full bug report, with preprocessed source (by using -freport-bug).
+"""
+
+RUSTC_PANIC = """\
+error[E0308]: mismatched types
+ --> v.rs:3:5
+thread 'rustc' panicked at compiler/rustc_type_ir/src/binder.rs:793:9:
+expected type for `T/#0` (T/#0/0) but found Const
+stack backtrace:
+error: the compiler unexpectedly panicked. this is a bug.
+"""
+
+ASAN = """\
+=================================================================
+==12345==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010 at pc \
+0x55d1c3a1b2c3 bp 0x7ffd4b0 sp 0x7ffd4a8
+READ of size 4 at 0x602000000010 thread T0
+SUMMARY: AddressSanitizer: heap-use-after-free /tmp/x/variant.c:5:3 in main
+"""
+
+PY_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/tmp/gitreduce-q/0/check.py", line 3, in <module>
+    raise error("error: not this")
+  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode
+    raise JSONDecodeError("Expecting value", s, err.value) from None
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "signature"),
+    [
+        (GCC_ICE, "internal compiler error: in tree_vec_extract, at tree-vect-generic.cc:186"),
+        (RUSTC_PANIC, "thread 'rustc' panicked at compiler/rustc_type_ir/src/binder.rs:793:9:"),
+        (
+            "thread 'main' (4242) panicked at compiler/x.rs:1:2:\n",
+            "thread 'main' panicked at compiler/x.rs:1:2:",
+        ),
+        (
+            ASAN,
+            "ERROR: AddressSanitizer: heap-use-after-free on address 0x<hex> at pc 0x<hex> "
+            "bp 0x<hex> sp 0x<hex>",
+        ),
+        (
+            PY_TRACEBACK,
+            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+        ),
+        (
+            "a.out: variant.c:7: main: Assertion `x > 0' failed.\nAborted (core dumped)\n",
+            "a.out: variant.c:<line>: main: Assertion `x > 0' failed.",
+        ),
+        ("ok\nSegmentation fault (core dumped)\n", "Segmentation fault (core dumped)"),
+        (
+            "v.c:1:10: fatal error: nope.h: No such file\nv.c:2:1: error: x\n",
+            "fatal error: nope.h: No such file",
+        ),
+        (
+            "v.c:3:1: warning: w\nv.c:4:2:   error:   expected ';'   before '}'\nerror: later\n",
+            "error: expected ';' before '}'",
+        ),
+        ("cc: error: /tmp/ccAbC12.o: no such file\n", "cc: error: <tmp>: no such file"),
+        ("\x1b[01;31merror:\x1b[m colored\n", "error: colored"),
+        ("all good\n1 error generated.\nwarning: -Werror\n", None),
+        ("", None),
+    ],
+)
+def test_extract_signature(output, signature):
+    assert extract_signature(output, candidate="variant.c") == signature
+
+
+def test_extract_signature_masks_candidate_lines_only():
+    output = "thread 'main' panicked at src/main.rs:2:5:\n"
+    assert extract_signature(output, candidate="src/main.rs") == (
+        "thread 'main' panicked at src/main.rs:<line>:"
+    )
+    assert extract_signature(output) == output.strip()
+
+
+def test_signature_matches():
+    assert signature_matches("exit 1: x", "exit 1: x")
+    assert not signature_matches("exit 1: x", "exit 2: x")
+    assert not signature_matches("exit 1: x", None)
+    assert signature_matches(None, "exit 1: anything")

@@ -1,0 +1,290 @@
+"""PPR's reducers in process, and how seed edits are carried over to the variant.
+
+The oracle is a Python rule standing for the bug: the "variant" property
+(psi_v) and the seed's (psi_s) are the two answers of one predicate, as in a
+real pairwise test where the seed passes and the variant fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import make_engine
+
+from gitreduce.core import edits
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.pair.alignment import SEED as SEED_SIDE
+from gitreduce.pair.alignment import VARIANT as VARIANT_SIDE
+from gitreduce.pair.alignment import Alignment
+from gitreduce.pair.changed_view import ChangedCurrent, reduce_changed_subtrees
+from gitreduce.pair.current import PairCandidate, PairCurrent
+from gitreduce.pair.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
+from gitreduce.pair.seed_view import SeedCurrent, VariantPatch
+
+C = grammars.load("c")
+
+SEED = b"""int helper(int a, int b) { return a * b + 3; }
+
+int unrelated(void) { int q = 4; return q * q; }
+
+int main(void) {
+    int x = 1, y = 2;
+    for (int i = 0; i < 10; i++) {
+        x += helper(i, y);
+    }
+    y = x - 1;
+    return y;
+}
+"""
+# the bug: `x = y--` where the seed has `y = x - 1`; plus two irrelevant mutations
+VARIANT = (
+    SEED.replace(b"y = x - 1;", b"x = y--;")
+    .replace(b"return q * q;", b"return q + q * 2;")
+    .replace(b"int x = 1, y = 2;", b"int x = 1, y = 2, z = 7;")
+)
+
+
+def flat(text: bytes) -> bytes:
+    return re.sub(rb"\s+", b"", text)
+
+
+def bug(text: bytes) -> bool:
+    """The stand-in compiler bug: a post-decrement assigned to another variable."""
+    return re.search(rb"\w=\w--;", flat(text)) is not None
+
+
+def pair_current(
+    seed: bytes = SEED, variant: bytes = VARIANT, rule: Callable[[bytes], bool] = bug
+) -> PairCurrent:
+    assert not rule(seed) and rule(variant)
+    engine = make_engine(rule, jobs=1)
+    syntax = Syntax(C, variant)
+
+    def seed_ok(outcome: Outcome) -> bool:
+        return outcome.verdict is Verdict.GOOD
+
+    def variant_ok(outcome: Outcome) -> bool:
+        return outcome.verdict is Verdict.BAD
+
+    state = Alignment.of(seed, variant, C).full()
+    return PairCurrent(state, engine, syntax, seed_ok, variant_ok)
+
+
+def assert_properties_kept(current: PairCurrent) -> None:
+    seed, variant = current.state.seed_text(), current.state.variant_text()
+    assert not bug(seed) and bug(variant)
+    assert Syntax(C, seed).acceptable(seed) and Syntax(C, variant).acceptable(variant)
+
+
+# --- carrying seed edits over to the variant -----------------------------------------------
+
+
+def patch_of(seed: bytes, variant: bytes) -> VariantPatch:
+    return VariantPatch(Alignment.of(seed, variant, C))
+
+
+def carried(seed: bytes, variant: bytes, changes: list[edits.Edit]) -> bytes | None:
+    result = patch_of(seed, variant).carry(changes)
+    return None if result is None else bytes(edits.apply(variant, result[0]))
+
+
+def test_a_deletion_of_common_code_is_made_in_the_variant_too() -> None:
+    start, end = 0, SEED.index(b"int unrelated")
+    assert carried(SEED, VARIANT, [edits.Edit(start, end)]) == VARIANT[end:]
+
+
+def test_tokens_the_variant_inserted_stay_where_they_were_anchored() -> None:
+    start, end = SEED.index(b"int unrelated"), SEED.index(b"int main")
+    kept = carried(SEED, VARIANT, [edits.Edit(start, end)]) or b""
+    assert flat(kept).startswith(flat(SEED[:start]) + b"+*2intmain")
+
+
+def test_a_deletion_over_a_changed_token_deletes_only_the_common_tokens() -> None:
+    seed, variant = b"int f(void) { a = b + c; }\n", b"int f(void) { a = b - c; }\n"
+    start, end = seed.index(b"b + c"), seed.index(b"b + c") + len(b"b + c")
+    assert flat(carried(seed, variant, [edits.Edit(start, end)]) or b"") == b"intf(void){a=-;}"
+
+
+def test_a_replacement_moves_to_the_variant_only_over_common_tokens() -> None:
+    seed, variant = (
+        b"int f(void) { a = g(1, 2); b = 3; }\n",
+        b"int f(void) { a = g(1, 2); b = 4; }\n",
+    )
+    call = seed.index(b"g(1, 2)")
+    replaced = carried(seed, variant, [edits.Edit(call, call + len(b"g(1, 2)"), b"0")])
+    assert replaced == variant.replace(b"g(1, 2)", b"0")
+    three = seed.index(b"3")
+    assert carried(seed, variant, [edits.Edit(three, three + 1, b"0")]) is None
+
+
+def test_hoisting_a_descendant_that_holds_a_change_keeps_the_variant_version() -> None:
+    seed = b"int f(int s) { while (s) s = s; return s; }\n"
+    variant = b"int f(int s) { while (s) s = s--; return s; }\n"
+    loop = seed.index(b"while")
+    body = b"s = s;"
+    end = seed.index(body) + len(body)
+    assert carried(seed, variant, [edits.Edit(loop, end, body)]) == variant.replace(
+        b"while (s) ", b""
+    )
+
+
+def test_an_insertion_where_the_variant_inserted_tokens_is_refused() -> None:
+    seed, variant = b"int f(void) { a = 1; }\n", b"int f(void) { a = 1; b = 2; }\n"
+    at = seed.index(b" }")  # between `;` and `}`, where the variant has `b = 2;`
+    assert carried(seed, variant, [edits.Edit(at, at, b" c = 3;")]) is None
+    early = seed.index(b"a = 1")
+    assert carried(seed, variant, [edits.Edit(early, early, b"c = 3; ")]) == variant.replace(
+        b"a = 1", b"c = 3; a = 1"
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_deleting_common_tokens_keeps_the_difference_and_deletes_their_partners(data) -> None:
+    alignment = Alignment.of(SEED, VARIANT, C)
+    seed = alignment.seed
+    common = [i for i in range(len(seed)) if alignment.seed_to_variant[i] >= 0]
+    chosen = sorted(data.draw(st.sets(st.sampled_from(common), max_size=12)))
+    changes = [edits.Edit(seed.starts[i], seed.ends[i]) for i in chosen]
+    result = VariantPatch(alignment).carry(changes)
+    assert result is not None
+    new_seed = edits.apply(SEED, changes)
+    new_variant = edits.apply(VARIANT, result[0])
+    variant = alignment.variant
+    partners = [alignment.seed_to_variant[i] for i in chosen]
+    expected = edits.apply(
+        VARIANT, [edits.Edit(variant.starts[j], variant.ends[j]) for j in partners]
+    )
+    assert new_variant == expected
+    # Counted in plain words: tree-sitter's error recovery lexes the same broken text
+    # differently in different contexts (`+=` as `+ =`), and arbitrary deletions break it.
+    assert Alignment.of(new_seed, new_variant).diff_size <= (Alignment.of(SEED, VARIANT).diff_size)
+
+
+# --- the reducers -------------------------------------------------------------------------
+
+
+def test_min_tdiff_drops_the_seed_only_and_variant_only_subtrees_the_bug_does_not_need() -> None:
+    current = pair_current()
+    before = current.state.diff_tokens()
+    assert min_tdiff(current)
+    assert_properties_kept(current)
+    assert b"x=y--;" in flat(current.state.variant_text())
+    assert current.state.diff_tokens() < before
+
+
+def divides_by_a_call(text: bytes) -> bool:
+    return re.search(rb"/[\s(]*g\(", text) is not None
+
+
+def test_min_subtree_hoists_inside_what_only_the_variant_has() -> None:
+    """Deleting subtrees or tokens cannot make `/ (g(n) - g(n))` into `/ g(n)`: the
+    parentheses go only with the subtraction. Hoisting the call out of it can."""
+    seed = b"int g(int n);\nint f(int n) { return g(n); }\n"
+    variant = b"int g(int n);\nint f(int n) { return g(n) / (g(n) - g(n)); }\n"
+    current = pair_current(seed, variant, divides_by_a_call)
+    assert min_tdiff(current)
+    assert current.state.seed_text() == seed
+    reduced = flat(current.state.variant_text())
+    assert re.search(rb"\{returng\(n\)/g\(n?\);\}", reduced), reduced
+    assert current.state.diff_tokens() <= 5
+
+
+def test_changed_current_refuses_edits_of_shared_tokens_without_testing_them() -> None:
+    seed = b"int g(int n);\nint f(int n) { return g(n); }\n"
+    variant = b"int g(int n);\nint f(int n) { return g(n) / (g(n) - g(n)); }\n"
+    current = pair_current(seed, variant, divides_by_a_call)
+    view = ChangedCurrent(current, VARIANT_SIDE)
+    assert [flat(node.text or b"") for node in view.own_subtrees()] == [b"(g(n)-g(n))"]
+    tested_before = current.engine.stats.tests_run
+    at = variant.index(b"return g(n)") + len(b"return ")
+    shared = edits.apply(variant, [edits.Edit(at, at + len(b"g(n)"), b"0")])
+    assert view.try_candidates([shared, b"not rendered from the variant"]) is None
+    assert current.engine.stats.tests_run == tested_before
+    assert not reduce_changed_subtrees(current, SEED_SIDE)  # the seed has nothing of its own
+
+
+def test_undo_replacements_puts_back_the_seed_version_of_what_the_bug_does_not_need() -> None:
+    seed = b"int f(int x, int y) { y = x - 1; return g(y, 4); }\n"
+    variant = b"int f(int x, int y) { x = y--; return h(y, 5); }\n"
+    current = pair_current(seed, variant)
+    assert undo_replacements(current, Syntax(C, variant))
+    assert_properties_kept(current)
+    undone = flat(current.state.variant_text())
+    assert b"g(y,4)" in undone and b"=y--;" in undone, undone
+    assert current.state.seed_text() == seed
+
+
+def test_min_ldiff_keeps_only_the_hunks_the_bug_needs() -> None:
+    current = pair_current()
+    assert min_ldiff(current)
+    assert_properties_kept(current)
+    variant = flat(current.state.variant_text())
+    assert b"q+q*2" not in variant and b"z=7" not in variant
+    assert len(current.state.applied & set(current.state.live_hunks())) == 1
+
+
+def test_min_commonality_shrinks_both_programs_and_leaves_the_difference_alone() -> None:
+    current = pair_current()
+    min_ldiff(current)
+    diff = current.state.diff_tokens()
+    seed_before = current.state.seed_tokens()
+    assert min_commonality(current)
+    assert_properties_kept(current)
+    assert current.state.diff_tokens() <= diff
+    assert current.state.seed_tokens() < seed_before / 3
+    for gone in (b"unrelated", b"helper", b"for"):
+        assert gone not in current.state.seed_text()
+
+
+def test_seed_current_refuses_candidates_it_cannot_carry_without_testing_them() -> None:
+    current = pair_current()
+    min_ldiff(current)
+    view = SeedCurrent(current)
+    tested_before = current.engine.stats.tests_run
+    at = view.text.index(b"y = x - 1")
+    changed = edits.apply(view.text, [edits.Edit(at, at + len(b"y = x - 1"), b"y = 0")])
+    assert view.try_candidates([changed, b"not rendered from the seed"]) is None
+    assert current.engine.stats.tests_run == tested_before
+
+
+def test_reduce_pair_reaches_the_one_token_change() -> None:
+    current = pair_current()
+    reduce_pair(current)
+    assert_properties_kept(current)
+    seed, variant = current.state.seed_text(), current.state.variant_text()
+    assert Alignment.of(seed, variant, C).diff_size == current.state.diff_tokens()
+    assert current.state.diff_tokens() <= 4, (seed, variant)
+    assert current.state.variant_tokens() <= 20, variant
+
+
+def test_the_side_that_refuses_more_often_is_tested_first() -> None:
+    """A seed that must compile refuses most deletions; once that shows, a doomed pair
+    costs one test (the seed's), not two."""
+    tested: list[bytes] = []
+
+    def bug(text: bytes) -> bool:
+        return b"x = y--" in text
+
+    engine = make_engine(bug, jobs=1, tested=tested)
+    seed, variant = b"int f() { x = y; }\n", b"int f() { x = y--; }\n"
+    state = Alignment.of(seed, variant, C).full()
+    current = PairCurrent(
+        state,
+        engine,
+        None,
+        lambda outcome: False,  # the seed never passes
+        lambda outcome: outcome.verdict is Verdict.BAD,
+    )
+    judge = current.judge((10**6, 10**6))
+    pairs = [PairCandidate(seed + b" " * n, variant + b" " * n, (0, n)) for n in range(1, 8)]
+    for pair in pairs:
+        assert judge.full(pair) is False
+    # the first pair asked the variant then the seed; after one seed refusal the seed leads
+    assert tested[:2] == [pairs[0].variant, pairs[0].seed]
+    assert tested[2:] == [pair.seed for pair in pairs[1:]]

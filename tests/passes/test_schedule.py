@@ -1,0 +1,352 @@
+"""reduce_program end to end in process: C, Python, Rust, JavaScript, and plain text.
+
+Each case is a small real program and a predicate; the checks are the
+reducer's contract: the result is still interesting, never larger, a fixpoint
+(reducing it again changes nothing), independent of the number of jobs, and
+only syntactically acceptable candidates ever reach the test.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support import Predicate, calls, make_engine, parses_cleanly, reduce_text
+
+from gitreduce.core.current import Current, Unit, delete_units
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.passes.schedule import line_units, tidy, token_units
+
+C_PROGRAM = b"""#include <stdio.h>
+
+struct point { int x; int y; };
+
+static int scale(int a, int b) { return a * b + 3; }
+
+int main(void) {
+    int x = 1, y = 2, z = 3;
+    struct point p = { 1, 2 };
+    for (int i = 0; i < 10; i++) {
+        x += scale(i, y);
+        if (x > 5) {
+            z = z * 2;
+        }
+    }
+    x = y--;
+    foo(p.x, z);
+    printf("%d %d %d\\n", x, y, z);
+    return 0;
+}
+"""
+
+PYTHON_PROGRAM = b"""import os
+
+
+def helper(a, b):
+    total = 0
+    for i in range(a):
+        total += i * b
+    return total
+
+
+class Thing:
+    def __init__(self, value):
+        self.value = value
+
+    def run(self):
+        if self.value > 3:
+            foo(self.value, helper(1, 2))
+        return self.value
+
+
+print(Thing(4).run(), os.sep)
+"""
+
+RUST_PROGRAM = b"""use std::collections::HashMap;
+
+struct Point { x: i32, y: i32 }
+
+fn helper(a: i32) -> i32 { a * 2 }
+
+fn main() {
+    let mut m = HashMap::new();
+    let p = Point { x: 1, y: 2 };
+    for i in 0..10 {
+        m.insert(i, helper(i));
+    }
+    let q = foo(p.x, p.y, 3);
+    println!("{} {}", m.len(), q);
+}
+"""
+
+JS_PROGRAM = b"""const fs = require("fs");
+
+function helper(a, b) {
+  return a + b;
+}
+
+class Box {
+  constructor(v) { this.v = v; }
+  get() { return foo(this.v, helper(1, 2), [1, 2, 3]); }
+}
+
+for (let i = 0; i < 3; i++) {
+  console.log(new Box(i).get(), fs.constants);
+}
+"""
+
+
+def python_calls_foo(text: bytes) -> bool:
+    """The real Python compiler must accept it, and it must call foo."""
+    try:
+        tree = ast.parse(text)
+        compile(tree, "<candidate>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "foo"
+        for node in ast.walk(tree)
+    )
+
+
+def contains(needle: bytes) -> Predicate:
+    return lambda text: needle in text
+
+
+CASES = {
+    "c-pattern": ("c", C_PROGRAM, contains(b"x = y--")),
+    "c-call": ("c", C_PROGRAM, calls("c", b"foo")),
+    "python-call": ("python", PYTHON_PROGRAM, python_calls_foo),
+    "rust-call": ("rust", RUST_PROGRAM, calls("rust", b"foo")),
+    "js-call": ("javascript", JS_PROGRAM, calls("javascript", b"foo")),
+}
+
+
+@pytest.fixture(scope="module")
+def reductions():
+    """Each case reduced with 1, 2 and 4 jobs (computed once, shared by the checks)."""
+    cache: dict[tuple[str, int], object] = {}
+
+    def get(name: str, jobs: int):
+        if (name, jobs) not in cache:
+            language, program, predicate = CASES[name]
+            cache[name, jobs] = reduce_text(program, language, predicate, jobs=jobs)
+        return cache[name, jobs]
+
+    return get
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_result_is_interesting_and_much_smaller(reductions, name):
+    _, program, predicate = CASES[name]
+    result = reductions(name, 1)
+    assert predicate(result.text)
+    assert len(result.text) < len(program) / 4
+    assert result.stats.tests_run > 0
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_accepted_step_is_smaller_and_interesting(reductions, name):
+    _, program, predicate = CASES[name]
+    result = reductions(name, 1)
+    sizes = [len(program)] + [len(text) for text in result.accepted]
+    assert all(later < earlier for earlier, later in itertools.pairwise(sizes))
+    assert all(predicate(text) for text in result.accepted)
+    assert result.accepted[-1] == result.text
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_only_parsable_candidates_are_tested(reductions, name):
+    language, program, _ = CASES[name]
+    assert parses_cleanly(language, program)
+    result = reductions(name, 2)
+    assert result.tested
+    bad = [text for text in result.tested if not parses_cleanly(language, text)]
+    assert bad == []
+    # and nothing was tested twice
+    assert len(set(result.tested)) == len(result.tested)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_idempotent(reductions, name):
+    language, _, predicate = CASES[name]
+    once = reductions(name, 1).text
+    again = reduce_text(once, language, predicate)
+    assert again.text == once
+    assert again.accepted == []
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("jobs", [2, 4])
+def test_same_result_for_any_jobs(reductions, name, jobs):
+    assert reductions(name, jobs).text == reductions(name, 1).text
+
+
+def test_c_pattern_reduces_to_the_statement(reductions):
+    assert reductions("c-pattern", 1).text.strip() == b"x = y--;"
+
+
+def test_python_result_still_compiles(reductions):
+    text = reductions("python-call", 1).text
+    compile(text, "<reduced>", "exec")
+    assert len(text.split()) <= 6, text
+
+
+def test_original_left_unchanged_when_nothing_can_go():
+    program = b"int main(void) { return foo(); }\n"
+
+    def predicate(text: bytes) -> bool:
+        return text == program or text == tidy(program)
+
+    result = reduce_text(program, "c", predicate)
+    assert result.text == program
+    assert result.accepted == []
+
+
+# --- plain text --------------------------------------------------------------------------
+
+TEXT = b"""the quick brown fox
+jumps over the lazy dog
+
+and then some more words here
+a needle in a haystack somewhere
+last line of the file
+"""
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_plain_text_reduces_by_lines_then_words(jobs):
+    def predicate(text: bytes) -> bool:
+        return b"needle" in text and b"haystack" in text
+
+    result = reduce_text(TEXT, None, predicate, jobs=jobs)
+    assert result.text.split() == [b"needle", b"haystack"]
+    assert list(result.stats.by_pass)[:2] == ["lines", "tokens"]
+    # the line pass alone got it down to the one line
+    assert b"a needle in a haystack somewhere\n" in result.accepted
+
+
+def test_plain_text_without_grammar_current_counts_words():
+    engine = make_engine(lambda text: True, jobs=1)
+    try:
+        current = Current(b"alpha beta, gamma\n", engine, None)
+        assert current.parsed is None
+        assert current.tokens == 4
+    finally:
+        engine.close()
+
+
+def test_plain_text_idempotent_and_jobs_independent():
+    def predicate(text: bytes) -> bool:
+        return text.count(b"the") >= 2
+
+    one = reduce_text(TEXT, None, predicate, jobs=1).text
+    assert reduce_text(TEXT, None, predicate, jobs=2).text == one
+    assert reduce_text(one, None, predicate).text == one
+
+
+# --- units and tidy ----------------------------------------------------------------------
+
+
+def test_line_units_skip_blank_lines():
+    text = b"a\n\n  \nbb\nc"
+    units = line_units(text)
+    assert [text[u.start : u.end] for u in units] == [b"a\n", b"bb\n", b"c"]
+
+
+def test_token_units_follow_the_grammar_or_words():
+    engine = make_engine(lambda text: True, jobs=1)
+    try:
+        text = b"int x = a+b; // note\n"
+        grammar = grammars.load("c")
+        parsed = Current(text, engine, Syntax(grammar, text))
+        spans = [text[u.start : u.end] for u in token_units(parsed)]
+        assert spans == [b"int", b"x", b"=", b"a", b"+", b"b", b";"]  # no comment
+        plain = Current(text, engine, None)
+        assert [text[u.start : u.end] for u in token_units(plain)] == [
+            b"int", b"x", b"=", b"a", b"+", b"b", b";", b"/", b"/", b"note",
+        ]  # fmt: skip
+    finally:
+        engine.close()
+
+
+def test_tidy_keeps_indentation():
+    assert tidy(b"\n\nif x:  \n    y = 1\t\n\n\n\nz\n") == b"if x:\n    y = 1\n\nz\n"
+    assert tidy(b"int f() {\n}\n\n\n") == b"int f() {\n}\n"
+    assert tidy(b"int f;") == b"int f;"
+
+
+def test_tidy_removes_only_the_indentation_all_lines_share():
+    assert tidy(b"    if x:\n        y = 1\n\n    z\n") == b"if x:\n    y = 1\n\nz\n"
+    assert tidy(b"  a\n b\n") == b" a\nb\n"
+    assert tidy(b"\t  a\n  b\n") == b"\t  a\n  b\n"  # no margin in common
+
+
+def test_delete_units_drops_separators_with_their_units():
+    text = b"f(a, b, c);"
+    units = [Unit(2, 3, (3, 4)), Unit(5, 6, (6, 7)), Unit(8, 9)]
+    engine = make_engine(lambda t: t.startswith(b"f(") and b"a" in t, jobs=1)
+    try:
+        current = Current(text, engine, None)
+        assert delete_units(current, units)
+        assert current.text == b"f(a);"
+    finally:
+        engine.close()
+
+
+def test_delete_units_reports_no_progress():
+    text = b"f(a, b);"
+    engine = make_engine(lambda t: t == text, jobs=1)
+    try:
+        current = Current(text, engine, None)
+        assert not delete_units(current, [Unit(2, 3, (3, 4)), Unit(5, 6)])
+        assert current.text == text
+    finally:
+        engine.close()
+
+
+# --- a property over generated C programs ------------------------------------------------
+
+STATEMENTS = [
+    b"int a = 1;",
+    b"a = a + 2;",
+    b"if (a) { b = 3; }",
+    b"while (b > 0) b--;",
+    b"c = f(a, b, 4);",
+    b"return a;",
+    b"d[2] = c * (a - b);",
+    b"{ int e = 5; e++; }",
+]
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    st.lists(st.sampled_from(STATEMENTS), min_size=2, max_size=8),
+    st.data(),
+)
+def test_generated_c_programs(statements, data):
+    body = "\n".join("    " + s.decode() for s in statements)
+    program = f"int main(void) {{\n{body}\n}}\n".encode()
+    needle = data.draw(st.sampled_from(sorted({s for s in statements})))
+    key = re.findall(rb"\w+|[^\w\s]", needle)[:3]  # a short token prefix must survive
+
+    def predicate(text: bytes) -> bool:
+        return (
+            parses_cleanly("c", text)
+            and re.search(rb"\s*".join(re.escape(k) for k in key), text) is not None
+        )
+
+    one = reduce_text(program, "c", predicate, jobs=1)
+    assert predicate(one.text)
+    assert len(one.text) <= len(program)
+    assert reduce_text(program, "c", predicate, jobs=2).text == one.text
+    assert reduce_text(one.text, "c", predicate).text == one.text
