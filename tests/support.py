@@ -59,7 +59,7 @@ def reduce_text(
 
     def on_change(now: Current) -> None:
         accepted.append(now.text)
-        passes.append(engine.pass_name)
+        passes.append(now.label)
 
     current = Current(text, engine, syntax, on_change)
     try:

@@ -169,7 +169,7 @@ def _progress(console: Console) -> Callable[[TraceSearcher | Current], None]:
         if isinstance(state, Current):
             console.print(
                 f"{len(state.text)} bytes  {state.tokens} tokens  polishing "
-                f"({state.engine.pass_name})  tests {stats.tests_run}  {stats.elapsed:.0f}s",
+                f"({state.label})  tests {stats.tests_run}  {stats.elapsed:.0f}s",
                 highlight=False,
             )
             return

@@ -69,12 +69,12 @@ class _StatusLine:
             self._status = None
 
 
-def _work(stats: Stats, pass_name: str) -> str:
+def _work(stats: Stats, label: str) -> str:
     """Tests, cache hits, speed, time and the pass at work: the part every mode shows."""
     rate = stats.tests_run / max(stats.elapsed, 1e-6)
     return (
         f"tests {stats.tests_run}  cached {stats.cache_hits}  {rate:.1f}/s  "
-        f"{stats.elapsed:.0f}s  pass {pass_name}"
+        f"{stats.elapsed:.0f}s  pass {label or 'start'}"
     )
 
 
@@ -93,7 +93,7 @@ class ProgressPrinter(_StatusLine):
             self._original_tokens = tokens
         share = 100.0 * tokens / max(1, self._original_tokens)
         engine = current.engine
-        self._show(f"{tokens} tokens ({share:.1f}%)  {_work(engine.stats, engine.pass_name)}")
+        self._show(f"{tokens} tokens ({share:.1f}%)  {_work(engine.stats, current.label)}")
 
 
 def print_summary(console: Console, summary: Summary, patch: Path | None = None) -> None:
@@ -137,7 +137,7 @@ class PairProgressPrinter(_StatusLine):
         )
         self._show(
             f"seed {seed}  variant {variant}  diff {diff} tokens  "
-            f"{_work(current.engine.stats, current.engine.pass_name)}"
+            f"{_work(current.engine.stats, current.label)}"
         )
 
 
@@ -356,3 +356,26 @@ def _print_destinations(
         console.print("written to " + " and ".join(str(path) for path in written), highlight=False)
     if patch is not None and commits:
         console.print(f"patch written to {patch}", highlight=False)
+
+
+def pass_profile_table(stats: Stats) -> Table:
+    """`--stats`: what each pass cost (tests, wall time) and gained (tokens, successes).
+
+    A nested pass (`min-commonality/tree`) is part of its outer pass's time;
+    its tests are its own, so the tests column adds up to the run's total.
+    """
+    table = Table(box=box.SIMPLE_HEAD, title="passes", title_justify="left")
+    for heading in ("pass", "runs", "tests", "cached", "rejected", "successes", "tokens", "s"):
+        table.add_column(heading, justify="left" if heading == "pass" else "right")
+    for label, figures in stats.passes.items():
+        table.add_row(
+            label,
+            str(figures.runs),
+            str(figures.tests),
+            str(figures.cache_hits),
+            str(figures.syntax_rejected),
+            str(figures.successes),
+            f"-{figures.tokens_removed}" if figures.tokens_removed else "0",
+            f"{figures.seconds:.1f}",
+        )
+    return table

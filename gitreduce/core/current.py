@@ -23,6 +23,7 @@ class Current:
     ) -> None:
         self.engine = engine
         self.syntax = syntax
+        self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
         self._on_change = on_change
         self.text = text
         self.parsed: Parsed | None = syntax.parse(text) if syntax else None
@@ -37,7 +38,7 @@ class Current:
         """Index of the first interesting candidate, which becomes current; None if none is."""
         precheck = self.syntax.acceptable if self.syntax else None
         found = self.engine.first_success(
-            candidates, smaller_than=len(self.text), precheck=precheck
+            candidates, smaller_than=len(self.text), label=self.label, precheck=precheck
         )
         if found is None:
             return None

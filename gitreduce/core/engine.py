@@ -52,6 +52,23 @@ class MemoryCache:
 
 
 @dataclass
+class PassStats:
+    """What one pass (by its label) cost and gained: the profile `--stats` prints.
+
+    The engine counts tests, cache hits, syntax rejections and successes of the
+    batches that carry the label; `run_pass` adds runs, wall time and tokens removed.
+    """
+
+    runs: int = 0
+    tests: int = 0
+    cache_hits: int = 0
+    syntax_rejected: int = 0
+    successes: int = 0
+    tokens_removed: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
 class Stats:
     """Counters a reporter shows and the benchmark reads."""
 
@@ -62,18 +79,45 @@ class Stats:
     interesting: int = 0
     oracle_busy_seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
-    by_pass: dict[str, int] = field(default_factory=dict)
+    passes: dict[str, PassStats] = field(default_factory=dict)
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
+    def of_pass(self, label: str) -> PassStats:
+        """The counters of `label`, created on first use (in the order passes first ran)."""
+        return self.passes.setdefault(label, PassStats())  # one atomic step: threads share it
+
+    def pass_profile(self) -> list[dict[str, object]]:
+        """Every pass's counters in the order the passes first ran, for `--json`."""
+        return [
+            {
+                "pass": label,
+                "runs": stats.runs,
+                "tests": stats.tests,
+                "cache_hits": stats.cache_hits,
+                "syntax_rejected": stats.syntax_rejected,
+                "successes": stats.successes,
+                "tokens_removed": stats.tokens_removed,
+                "seconds": round(stats.seconds, 3),
+            }
+            for label, stats in self.passes.items()
+        ]
+
+    @property
+    def by_pass(self) -> dict[str, int]:
+        """Tests run per pass label, for passes that ran any."""
+        return {label: stats.tests for label, stats in self.passes.items() if stats.tests}
+
 
 Precheck = Callable[[bytes], bool]
+ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
 C = TypeVar("C")
+C_contra = TypeVar("C_contra", contravariant=True)
 
 
-class Judge(Protocol[C]):
+class Judge(Protocol[C_contra]):
     """Decides whether a candidate of some shape (a text, a seed/variant pair) is interesting.
 
     `quick` answers from cheap checks alone (size, syntax, cached verdicts) in
@@ -81,9 +125,9 @@ class Judge(Protocol[C]):
     call `Engine.outcome` for as many tests as the candidate needs.
     """
 
-    def quick(self, candidate: C) -> bool | None: ...
+    def quick(self, candidate: C_contra) -> bool | None: ...
 
-    def full(self, candidate: C) -> bool: ...
+    def full(self, candidate: C_contra) -> bool: ...
 
 
 class TextJudge:
@@ -127,13 +171,15 @@ class Engine:
         *,
         jobs: int,
         cache: VerdictCache | None = None,
+        skipped_passes: Iterable[str] = (),
     ) -> None:
         self._run_test = run_test
         self._is_interesting = is_interesting
         self.jobs = max(1, jobs)
         self.cache: VerdictCache = cache if cache is not None else MemoryCache()
         self.stats = Stats()
-        self.pass_name = "start"
+        self.skipped_passes = frozenset(skipped_passes)
+        self._context = threading.local()
         self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="oracle")
         self._lock = threading.Lock()
         self._jobs_in_flight: set[Future[bool]] = set()
@@ -150,6 +196,7 @@ class Engine:
         cached = self.cache.get(blob_id(text))
         if cached is not None:
             self.stats.cache_hits += 1
+            self.stats.of_pass(self._label()).cache_hits += 1
         return cached
 
     def parses(self, text: bytes, precheck: Precheck | None) -> bool:
@@ -162,6 +209,7 @@ class Engine:
         if precheck(text):
             return True
         self.stats.syntax_rejected += 1
+        self.stats.of_pass(self._label()).syntax_rejected += 1
         self._syntax_rejects.add(key)
         return False
 
@@ -202,18 +250,36 @@ class Engine:
         with self._lock:
             self.cache.put(key, outcome)
             self.stats.tests_run += 1
-            self.stats.by_pass[self.pass_name] = self.stats.by_pass.get(self.pass_name, 0) + 1
+            self.stats.of_pass(self._label()).tests += 1
         return outcome
 
-    def test(self, text: bytes) -> Outcome:
+    def test(self, text: bytes, *, label: str = ORIGINALS) -> Outcome:
         """Run (or recall) one text without any gate: for originals and final checks."""
-        cached = self.recall(text)
+        outer = self._label()
+        self._context.label = label
+        try:
+            cached = self.recall(text)
+        finally:
+            self._context.label = outer
         if cached is not None:
             return cached
-        return self._executor.submit(self.outcome, text).result()
 
-    def _submit(self, judge: Judge[C], candidate: C) -> Future[bool]:
-        future = self._executor.submit(judge.full, candidate)
+        def labelled() -> Outcome:
+            self._context.label = label
+            return self.outcome(text)
+
+        return self._executor.submit(labelled).result()
+
+    def _label(self) -> str:
+        """The pass whose batch this thread is working for."""
+        return getattr(self._context, "label", ORIGINALS)
+
+    def _submit(self, judge: Judge[C], candidate: C, label: str) -> Future[bool]:
+        def labelled() -> bool:
+            self._context.label = label
+            return judge.full(candidate)
+
+        future = self._executor.submit(labelled)
         with self._lock:
             self._jobs_in_flight.add(future)
         future.add_done_callback(self._job_done)
@@ -232,18 +298,37 @@ class Engine:
         candidates: Iterable[bytes],
         *,
         smaller_than: int,
+        label: str,
         precheck: Precheck | None = None,
     ) -> tuple[int, bytes] | None:
         """The lowest-indexed interesting text and the text itself, or None."""
         judge = TextJudge(self, self._is_interesting, smaller_than, precheck)
-        return self.first_judged(candidates, judge)
+        return self.first_judged(candidates, judge, label=label)
 
-    def first_judged(self, candidates: Iterable[C], judge: Judge[C]) -> tuple[int, C] | None:
+    def first_judged(
+        self, candidates: Iterable[C], judge: Judge[C], *, label: str
+    ) -> tuple[int, C] | None:
         """The lowest-indexed candidate `judge` finds interesting, or None.
 
         Candidates are pulled lazily, at most `jobs` judgements in flight
         (orphans of earlier batches included), and never past a known success.
+        Every test, cache hit and syntax rejection of the batch counts for the
+        pass `label`.
         """
+        outer = self._label()
+        self._context.label = label
+        try:
+            found = self._first_judged(candidates, judge, label)
+        finally:
+            self._context.label = outer
+        if found is not None:
+            with self._lock:
+                self.stats.of_pass(label).successes += 1
+        return found
+
+    def _first_judged(
+        self, candidates: Iterable[C], judge: Judge[C], label: str
+    ) -> tuple[int, C] | None:
         pending = iter(enumerate(candidates))
         held: dict[int, C] = {}
         running: dict[int, Future[bool]] = {}
@@ -267,7 +352,7 @@ class Engine:
                 held[index] = candidate
                 verdict = judge.quick(candidate)
                 if verdict is None:
-                    running[index] = self._submit(judge, candidate)
+                    running[index] = self._submit(judge, candidate, label)
                 else:
                     known[index] = verdict
                     if verdict:

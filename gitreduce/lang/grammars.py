@@ -184,6 +184,8 @@ def _supertype_table(language: tree_sitter.Language) -> dict[str, frozenset[str]
     supertypes = getattr(language, "supertypes", ())
     for supertype in supertypes:
         name = language.node_kind_for_id(supertype)
+        if name is None:
+            continue
         pending = list(language.subtypes(supertype))
         seen: set[int] = set()
         while pending:  # supertypes nest (e.g. expression > primary_expression)
@@ -191,7 +193,9 @@ def _supertype_table(language: tree_sitter.Language) -> dict[str, frozenset[str]
             if kind_id in seen:
                 continue
             seen.add(kind_id)
-            table.setdefault(language.node_kind_for_id(kind_id), set()).add(name)
+            kind = language.node_kind_for_id(kind_id)
+            if kind is not None:
+                table.setdefault(kind, set()).add(name)
             if kind_id in supertypes:
                 pending.extend(language.subtypes(kind_id))
     return {kind: frozenset(names) for kind, names in table.items()}
@@ -230,9 +234,9 @@ def load(name: str) -> Grammar | None:
             language = tree_sitter.Language(getattr(module, wheel[1])())
             return Grammar(name, language, _supertype_table(language))
     if name in FALLBACK_LANGUAGES or name in OFFICIAL_WHEELS:
-        language = _fallback_language(name)
-        if language is not None:
-            return Grammar(name, language, _supertype_table(language))
+        fallback = _fallback_language(name)
+        if fallback is not None:
+            return Grammar(name, fallback, _supertype_table(fallback))
     return None
 
 

@@ -151,6 +151,12 @@ class PairCurrent:
         self.variant_ok = variant_ok
         self._on_change = on_change
         self.refusals = Refusals()
+        self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
+
+    @property
+    def tokens(self) -> int:
+        """Both programs' tokens: what a pass over the pair removes."""
+        return measure(self.state)[1]
 
     def judge(self, limit: Measure) -> PairJudge:
         precheck = self.syntax.acceptable if self.syntax else None
@@ -165,7 +171,7 @@ class PairCurrent:
     def try_states(self, states: Iterable[PairState]) -> int | None:
         """Index of the first state whose pair keeps both properties; it becomes current."""
         found = self.engine.first_judged(
-            (render(state) for state in states), self.judge(measure(self.state))
+            (render(state) for state in states), self.judge(measure(self.state)), label=self.label
         )
         if found is None:
             return None
@@ -210,6 +216,7 @@ class SideCurrent(Current, ABC):
         self.grammar: Grammar | None = pair.syntax.grammar if pair.syntax is not None else None
         seed, variant = pair.state.seed_text(), pair.state.variant_text()
         super().__init__(seed if side == SEED else variant, pair.engine, pair.syntax)
+        self.label = pair.label
         self._adopt(Alignment.of(seed, variant, self.grammar))
 
     @abstractmethod
@@ -229,7 +236,7 @@ class SideCurrent(Current, ABC):
             for candidate in candidates:
                 yield self._pair(candidate)
 
-        found = self.engine.first_judged(pairs(), self._judge())
+        found = self.engine.first_judged(pairs(), self._judge(), label=self.label)
         if found is None:
             return None
         self._accept(found[1])

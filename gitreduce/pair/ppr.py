@@ -17,10 +17,12 @@ from __future__ import annotations
 import difflib
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import tree_sitter
 
 from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax, leaves
 from gitreduce.pair.alignment import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
@@ -165,7 +167,9 @@ def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
         while position < len(operations):
             rest = operations[position:]
             candidates = (_undone(tree_diff, [*undone, op], seed_tokens, grammar) for op in rest)
-            found = current.engine.first_judged(candidates, current.judge(measure(current.state)))
+            found = current.engine.first_judged(
+                candidates, current.judge(measure(current.state)), label=current.label
+            )
             if found is None:
                 break
             undone.append(rest[found[0]])
@@ -217,21 +221,48 @@ def min_commonality(current: PairCurrent) -> bool:
     return measure(current.state) < before
 
 
+@dataclass(frozen=True)
+class Round:
+    """One PPR round: the pair, and whether MinTdiff may hoist inside the changes yet.
+
+    Hoisting inside the changes pays once MinLdiff has dropped the changes the
+    bug does not need; before that it would polish hunks about to go whole. So
+    the first round goes without, and only a round with it may end the loop.
+    """
+
+    current: PairCurrent
+    hoist: bool
+
+
+ROUND: tuple[Pass[Round], ...] = (
+    Pass(
+        "min-tdiff",
+        lambda round_: min_tdiff(round_.current, hoist=round_.hoist),
+        "Algorithm 2: subtrees and tokens only one side has, MinSubtree, replacements undone",
+    ),
+    Pass(
+        "min-ldiff",
+        lambda round_: min_ldiff(round_.current),
+        "Algorithm 3: ddmin over the hunks the variant applies to the seed",
+    ),
+    Pass(
+        "min-commonality",
+        lambda round_: min_commonality(round_.current),
+        "Algorithm 4: the single-program schedule on the seed, each candidate's variant patched",
+    ),
+)
+"""PPR's order (its RQ4): differences before commonality, tree differences before lists."""
+
+
 def reduce_pair(current: PairCurrent) -> None:
-    """Algorithm 1: MinTdiff, MinLdiff, MinCommonality, repeated until none pays."""
-    engine = current.engine
+    """Algorithm 1: the passes of `ROUND` in order, repeated until a round with hoisting
+    shrinks nothing."""
     hoist = False
     while True:
         before = measure(current.state)
-        engine.pass_name = "min-tdiff"
-        # Hoisting inside the changes pays once MinLdiff has dropped the changes the bug
-        # does not need; before that it would polish hunks about to go whole. So the
-        # first round goes without, and only a round with it may end the loop.
-        min_tdiff(current, hoist=hoist)
-        engine.pass_name = "min-ldiff"
-        min_ldiff(current)
-        engine.pass_name = "min-commonality"
-        min_commonality(current)
+        round_ = Round(current, hoist)
+        for declared in ROUND:
+            run_pass(declared, round_, current)
         if hoist and measure(current.state) >= before:
             return
         hoist = True

@@ -186,7 +186,7 @@ class SeedCurrent(SideCurrent):
         grammar = self.grammar
         diff = Alignment(tokenize(seed, grammar), tokenize(variant, grammar)).diff_size
         candidate = PairCandidate(seed, variant, self._measure(seed, variant, diff))
-        found = self.engine.first_judged([candidate], self._judge())
+        found = self.engine.first_judged([candidate], self._judge(), label=self.label)
         if found is not None:
             self._accept(found[1])
         return found is not None

@@ -75,7 +75,7 @@ def _tail(body: tree_sitter.Node) -> tree_sitter.Node | None:
 
 
 def _returned_values(body: tree_sitter.Node) -> list[tree_sitter.Node]:
-    values = []
+    values: list[tree_sitter.Node] = []
     for node in _own_descendants(body):
         if node.type in RETURNS:
             values.extend(child for child in node.named_children if "comment" not in child.type)

@@ -1,17 +1,23 @@
-"""Single-program reduction: the pass schedule, run to a fixpoint.
+"""Single-program reduction: the pass schedule, declared as data and run to a fixpoint.
 
-Tree sweeps (Perses-style) until they stop paying, then a token-level ddmin
-that catches what no grammar rule offers (a stray keyword, a qualifier, an
-operator), then the tree again if tokens went. Files without a grammar get
-lines, then tokens. A final tidy normalises white space when the test agrees.
+Tree sweeps (Perses-style) until they stop paying, then the passes that
+delete a construct with everything tied to it (names, parameters, results,
+brackets), then a token-level ddmin that catches what no grammar rule offers
+(a stray keyword, a qualifier, an operator), then the tree again if anything
+went. Files without a grammar get lines, then tokens. A final tidy
+normalises white space when the test agrees. The contract every pass keeps
+is in docs/passes.md.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from gitreduce.core.current import Current, Unit, delete_units
+from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
@@ -26,10 +32,11 @@ _FINAL_BLANK_LINES = re.compile(rb"\n\n+\Z")
 
 def token_units(current: Current) -> list[Unit]:
     """Every token of the current text as a unit (grammar tokens when parsed, else words)."""
+    spans: Iterable[tuple[int, int]]
     if current.parsed is not None:
         spans = zip(current.parsed.token_starts, current.parsed.token_ends, strict=True)
     else:
-        spans = iter(plain_tokens(current.text))
+        spans = plain_tokens(current.text)
     return [Unit(start, end) for start, end in spans]
 
 
@@ -61,6 +68,23 @@ def _dedent(text: bytes) -> bytes:
     return b"\n".join(line[len(shared) :] if line.strip() else line for line in lines)
 
 
+@dataclass(frozen=True)
+class Program:
+    """What the single-program passes work on: the best text so far, and the stock
+    phrases (a `0`, an `int`) of the original, learnt once before the first pass."""
+
+    current: Current
+    original: Catalog | None
+
+    @staticmethod
+    def of(current: Current) -> Program:
+        original = None
+        if current.parsed is not None and current.syntax is not None:
+            original = Catalog(current.syntax.grammar)
+            original.learn(current.parsed)
+        return Program(current, original)
+
+
 def sweep(current: Current, original: Catalog) -> bool:
     """One tree sweep, with stock phrases from the original and the current text.
 
@@ -71,36 +95,95 @@ def sweep(current: Current, original: Catalog) -> bool:
     return TreeReducer(current, original.extended(current.parsed)).sweep()
 
 
+def _sweeps(program: Program) -> bool:
+    assert program.original is not None
+    progress = False
+    while sweep(program.current, program.original):
+        progress = True
+    return progress
+
+
+def _parsed(program: Program) -> bool:
+    return program.current.parsed is not None
+
+
+def _unparsed(program: Program) -> bool:
+    return program.current.parsed is None
+
+
+ROUND: tuple[Pass[Program], ...] = (
+    Pass(
+        "tree",
+        _sweeps,
+        "Perses-style sweeps: delete, hoist or replace by a stock phrase, biggest node first",
+        applies=_parsed,
+    ),
+    Pass(
+        "names",
+        lambda program: delete_names(program.current),
+        "a declared name together with every construct that uses it",
+        applies=_parsed,
+    ),
+    Pass(
+        "parameters",
+        lambda program: delete_parameters(program.current),
+        "the i-th parameter of a function with the i-th argument of each of its calls",
+        applies=_parsed,
+    ),
+    Pass(
+        "results",
+        lambda program: delete_results(program.current),
+        "a function's result type with the values it returns",
+        applies=_parsed,
+    ),
+    Pass(
+        "brackets",
+        lambda program: delete_brackets(program.current),
+        "a matching pair of brackets, keeping what they enclose",
+        applies=_parsed,
+    ),
+    Pass(
+        "lines",
+        lambda program: delete_units(program.current, line_units(program.current.text)),
+        "ddmin over lines, for a file no grammar parses",
+        applies=_unparsed,
+    ),
+    Pass(
+        "tokens",
+        lambda program: delete_units(program.current, token_units(program.current)),
+        "ddmin over tokens: what no grammar rule offers (a qualifier, an operator)",
+    ),
+    Pass(
+        "windows",
+        lambda program: delete_windows(program.current),
+        "short unaligned runs of tokens that ddmin's chunks miss",
+        applies=_parsed,
+    ),
+)
+"""One round of the single-program schedule, in order; rounds repeat while they shrink."""
+
+FINAL: tuple[Pass[Program], ...] = (
+    Pass(
+        "tidy",
+        lambda program: program.current.try_rewrite(tidy),
+        "white space normalised (trailing blanks, blank runs, a shared margin), if the test agrees",
+    ),
+)
+"""Passes run once, after the rounds reached their fixpoint."""
+
+
 def reduce_program(current: Current) -> None:
-    """Shrink `current` in place until no pass finds anything; interruptible at any point."""
-    engine = current.engine
-    original = None
-    if current.parsed is not None and current.syntax is not None:
-        original = Catalog(current.syntax.grammar)
-        original.learn(current.parsed)
+    """Shrink `current` in place until a whole round finds nothing; interruptible at any point.
+
+    Each round runs every pass of `ROUND` that applies; the fixpoint is judged
+    on bytes, so a round that only re-lexes (same length) ends the loop.
+    """
+    program = Program.of(current)
     while True:
         before = len(current.text)
-        if original is not None:
-            engine.pass_name = "tree"
-            while sweep(current, original):
-                pass
-            engine.pass_name = "names"
-            delete_names(current)
-            engine.pass_name = "parameters"
-            delete_parameters(current)
-            engine.pass_name = "results"
-            delete_results(current)
-            engine.pass_name = "brackets"
-            delete_brackets(current)
-        else:
-            engine.pass_name = "lines"
-            delete_units(current, line_units(current.text))
-        engine.pass_name = "tokens"
-        delete_units(current, token_units(current))
-        if current.parsed is not None:
-            engine.pass_name = "windows"
-            delete_windows(current)
+        for declared in ROUND:
+            run_pass(declared, program, current)
         if len(current.text) >= before:
             break
-    engine.pass_name = "tidy"
-    current.try_rewrite(tidy)
+    for declared in FINAL:
+        run_pass(declared, program, current)

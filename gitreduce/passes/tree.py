@@ -221,6 +221,7 @@ def _declaration_endings(node: tree_sitter.Node) -> list[Replacement]:
     endings = [Replacement(1, b";", node.type)]
     signature = parent.child_by_field_name("declarator") or parent.child_by_field_name("parameters")
     if signature is not None and signature.end_byte < node.start_byte:
+        assert parent.text is not None  # trees of parsed candidates keep their source
         between = parent.text[
             signature.end_byte - parent.start_byte : node.start_byte - parent.start_byte
         ]
@@ -383,8 +384,8 @@ class TreeReducer:
                 deeper.extend(child.named_children)
             frontier = deeper
         descendants = set(found)
-        for text, replacement in stock.items():
-            found.setdefault(text, replacement)
+        for key, replacement in stock.items():
+            found.setdefault(key, replacement)
         found.pop((own_text, -1), None)
         # Descendants before stock phrases: hoisting keeps the program's own
         # meaning, which the bug more likely needs; a `0` put in too early can

@@ -458,7 +458,9 @@ class TraceSearcher:
     def first_success(self, base: Trace, removals: Sequence[Edits]) -> int | None:
         base_id = self.base_id(base)
         judge = _Judge(self, base, base_id, len(self._best.output), len(removals))
-        found = self.engine.first_judged(list(enumerate(removals)), judge)
+        found = self.engine.first_judged(
+            list(enumerate(removals)), judge, label=self.settings.strategy
+        )
         if found is None:
             return None
         index, (_, removed) = found
@@ -668,7 +670,6 @@ def generate(
         polisher: Current | None = None
         with calibrated_run(store, spec, warnings, settings.jobs, calibrate) as run:
             engine = run.engine
-            engine.pass_name = settings.strategy
             searcher = TraceSearcher(
                 engine, pool, original, run.is_interesting, settings, replay_timeout, progress
             )

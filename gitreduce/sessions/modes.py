@@ -490,8 +490,9 @@ def _without_comments(
     stripped = tuple(_strip_comments(text, syntax) for text in (seed, variant))
     if stripped == (seed, variant):
         return seed, variant
-    engine.pass_name = "comments"
-    if variant_ok(engine.test(stripped[1])) and seed_ok(engine.test(stripped[0])):
+    if variant_ok(engine.test(stripped[1], label="comments")) and seed_ok(
+        engine.test(stripped[0], label="comments")
+    ):
         return stripped
     return seed, variant
 
@@ -640,10 +641,9 @@ def _bisect(
         settings.jobs,
         lambda spec, cache: _calibrate_pair(spec, settings, seed_expected, cache),
     ) as run:
-        run.engine.pass_name = "bisect"
 
         def classify(content: bytes) -> Verdict:
-            outcome = run.engine.test(content)
+            outcome = run.engine.test(content, label="bisect")
             if outcome.verdict is seed_expected:
                 return Verdict.GOOD
             if run.is_interesting(outcome):
@@ -672,7 +672,7 @@ def _isolate(
         text = state.variant_text()
         if current.syntax is not None and not engine.parses(text, current.syntax.acceptable):
             return "unresolved"
-        outcome = engine.test(text)
+        outcome = engine.test(text, label=algorithm)
         if current.variant_ok(outcome):
             return "fail"
         return "pass" if current.seed_ok(outcome) else "unresolved"
@@ -693,7 +693,6 @@ def _isolate(
         if time.monotonic() - shown[0] >= ISOLATION_REALIGN_SECONDS:
             adopt_latest()
 
-    engine.pass_name = algorithm
     try:
         if algorithm == "dd":
             isolate_hunks(current.state, classify, follow)

@@ -234,8 +234,8 @@ def fake_pair_current(diff: int, tests: int) -> Any:
     state = SimpleNamespace(
         seed_tokens=lambda: 100 + diff, variant_tokens=lambda: 101 + diff, diff_tokens=lambda: diff
     )
-    engine = SimpleNamespace(stats=Stats(tests_run=tests), pass_name="min-tdiff")
-    return SimpleNamespace(state=state, engine=engine)
+    engine = SimpleNamespace(stats=Stats(tests_run=tests))
+    return SimpleNamespace(state=state, engine=engine, label="min-tdiff")
 
 
 def test_progress_on_a_pipe_is_a_plain_line_every_few_seconds(
@@ -269,8 +269,8 @@ def test_single_file_progress_shows_the_share_of_the_original(
     printer = ProgressPrinter(Console(file=out, width=200))
     for step, tokens in enumerate((200, 150, 50)):
         clock[0] = 6.0 * step
-        engine = SimpleNamespace(stats=Stats(tests_run=step), pass_name="tree")
-        printer(SimpleNamespace(tokens=tokens, engine=engine))
+        engine = SimpleNamespace(stats=Stats(tests_run=step))
+        printer(SimpleNamespace(tokens=tokens, engine=engine, label="tree"))
     assert [line.split("  tests")[0] for line in out.getvalue().splitlines()] == [
         "200 tokens (100.0%)",
         "150 tokens (75.0%)",

@@ -75,7 +75,7 @@ def test_lowest_index_wins_even_when_a_later_one_finishes_first(make_engine):
     slowness = {text: 0.1 * (len(candidates) - i) for i, text in enumerate(candidates)}
     recorder = Recorder(lambda text: slowness[text])
     engine = make_engine(recorder, jobs=4)
-    assert engine.first_success(candidates, smaller_than=100) == (1, b"c1!")
+    assert engine.first_success(candidates, smaller_than=100, label="test") == (1, b"c1!")
     assert recorder.max_running == 4  # all ran at once
     assert recorder.finished.index(b"c3!") < recorder.finished.index(b"c1!")
     assert engine.stats.interesting == 1
@@ -85,13 +85,13 @@ def test_later_success_is_returned_once_earlier_ones_fail(make_engine):
     candidates = [b"c0", b"c1", b"c2!", b"c3"]
     recorder = Recorder(lambda text: 0.15 if text == b"c0" else 0.0)
     engine = make_engine(recorder, jobs=4)
-    assert engine.first_success(candidates, smaller_than=100) == (2, b"c2!")
+    assert engine.first_success(candidates, smaller_than=100, label="test") == (2, b"c2!")
 
 
 def test_none_when_nothing_is_interesting(make_engine):
     engine = make_engine(Recorder(), jobs=2)
-    assert engine.first_success([b"a", b"b", b"c"], smaller_than=100) is None
-    assert engine.first_success([], smaller_than=100) is None
+    assert engine.first_success([b"a", b"b", b"c"], smaller_than=100, label="test") is None
+    assert engine.first_success([], smaller_than=100, label="test") is None
     assert engine.stats.interesting == 0
 
 
@@ -100,7 +100,7 @@ def test_same_answer_for_any_jobs(make_engine, jobs):
     candidates = [b"x" * n + (b"!" if n % 5 == 3 else b"") for n in range(1, 12)]
     recorder = Recorder(lambda text: 0.01 * (len(text) % 3))
     engine = make_engine(recorder, jobs=jobs)
-    assert engine.first_success(candidates, smaller_than=100) == (2, b"xxx!")
+    assert engine.first_success(candidates, smaller_than=100, label="test") == (2, b"xxx!")
     assert recorder.max_running <= jobs
 
 
@@ -114,7 +114,7 @@ def test_candidates_are_pulled_lazily_and_never_past_a_success(make_engine):
 
     recorder = Recorder()
     engine = make_engine(recorder, jobs=1)
-    assert engine.first_success(candidates(), smaller_than=100) == (2, b"c2!")
+    assert engine.first_success(candidates(), smaller_than=100, label="test") == (2, b"c2!")
     assert pulled == [0, 1, 2]
     assert recorder.started == [b"c0", b"c1", b"c2!"]
 
@@ -122,7 +122,9 @@ def test_candidates_are_pulled_lazily_and_never_past_a_success(make_engine):
 def test_at_most_jobs_runs_at_once(make_engine):
     recorder = Recorder(lambda text: 0.1)
     engine = make_engine(recorder, jobs=3)
-    assert engine.first_success([b"%d" % i for i in range(10)], smaller_than=100) is None
+    assert (
+        engine.first_success([b"%d" % i for i in range(10)], smaller_than=100, label="test") is None
+    )
     assert recorder.max_running == 3
     assert engine.stats.tests_run == 10
 
@@ -131,9 +133,9 @@ def test_speculative_runs_past_the_winner_finish_into_the_cache(make_engine):
     candidates = [b"w!", b"s1", b"s2", b"s3"]
     recorder = Recorder(lambda text: 0.0 if text == b"w!" else 0.2)
     engine = make_engine(recorder, jobs=4)
-    assert engine.first_success(candidates, smaller_than=100) == (0, b"w!")
+    assert engine.first_success(candidates, smaller_than=100, label="test") == (0, b"w!")
     # the orphans are not re-run when asked about: their runs are joined, then cached
-    assert engine.first_success([b"s1", b"s2", b"s3"], smaller_than=100) is None
+    assert engine.first_success([b"s1", b"s2", b"s3"], smaller_than=100, label="test") is None
     assert sorted(recorder.started) == sorted(candidates)
     assert engine.stats.tests_run == 4
     for text in candidates[1:]:
@@ -143,7 +145,10 @@ def test_speculative_runs_past_the_winner_finish_into_the_cache(make_engine):
 def test_duplicates_in_a_batch_run_once(make_engine):
     recorder = Recorder(lambda text: 0.05)
     engine = make_engine(recorder, jobs=2)
-    assert engine.first_success([b"dup", b"dup", b"dup!"], smaller_than=100) == (2, b"dup!")
+    assert engine.first_success([b"dup", b"dup", b"dup!"], smaller_than=100, label="test") == (
+        2,
+        b"dup!",
+    )
     assert recorder.started.count(b"dup") == 1
 
 
@@ -153,20 +158,20 @@ def test_duplicates_in_a_batch_run_once(make_engine):
 def test_not_smaller_is_rejected_without_a_run(make_engine):
     recorder = Recorder()
     engine = make_engine(recorder, jobs=2)
-    assert engine.first_success([b"big!", b"bigger!"], smaller_than=4) is None
+    assert engine.first_success([b"big!", b"bigger!"], smaller_than=4, label="test") is None
     assert recorder.started == []
     assert engine.stats.not_smaller == 2
     assert engine.stats.tests_run == 0
-    assert engine.first_success([b"big!", b"ok!"], smaller_than=4) == (1, b"ok!")
+    assert engine.first_success([b"big!", b"ok!"], smaller_than=4, label="test") == (1, b"ok!")
     assert recorder.started == [b"ok!"]
 
 
 def test_cache_hits_are_counted_and_not_rerun(make_engine):
     recorder = Recorder()
     engine = make_engine(recorder, jobs=2)
-    assert engine.first_success([b"a", b"b!"], smaller_than=100) == (1, b"b!")
+    assert engine.first_success([b"a", b"b!"], smaller_than=100, label="test") == (1, b"b!")
     assert engine.stats.tests_run == 2 and engine.stats.cache_hits == 0
-    assert engine.first_success([b"a", b"b!"], smaller_than=100) == (1, b"b!")
+    assert engine.first_success([b"a", b"b!"], smaller_than=100, label="test") == (1, b"b!")
     assert engine.stats.tests_run == 2
     assert engine.stats.cache_hits == 2
     assert recorder.started.count(b"a") == 1 and recorder.started.count(b"b!") == 1
@@ -177,7 +182,10 @@ def test_a_cached_success_stops_the_batch_before_any_run(make_engine):
     engine = make_engine(recorder, jobs=4)
     engine.test(b"known!")
     before = list(recorder.started)
-    assert engine.first_success([b"known!", b"x", b"y"], smaller_than=100) == (0, b"known!")
+    assert engine.first_success([b"known!", b"x", b"y"], smaller_than=100, label="test") == (
+        0,
+        b"known!",
+    )
     assert recorder.started == before
 
 
@@ -187,7 +195,7 @@ def test_shared_cache_is_used(make_engine):
     recorder = Recorder()
     engine = Engine(recorder, is_bad, jobs=1, cache=cache)
     try:
-        assert engine.first_success([b"pre!"], smaller_than=100) == (0, b"pre!")
+        assert engine.first_success([b"pre!"], smaller_than=100, label="test") == (0, b"pre!")
         assert recorder.started == []
         assert engine.stats.cache_hits == 1
     finally:
@@ -204,13 +212,15 @@ def test_precheck_rejection_without_a_run(make_engine):
         return not text.startswith(b"bad")
 
     result = engine.first_success(
-        [b"bad1!", b"good", b"bad2!", b"fine!"], smaller_than=100, precheck=precheck
+        [b"bad1!", b"good", b"bad2!", b"fine!"], smaller_than=100, label="test", precheck=precheck
     )
     assert result == (3, b"fine!")
     assert recorder.started == [b"good", b"fine!"]
     assert engine.stats.syntax_rejected == 2
     # a rejected text is remembered: not checked again, not run, not counted twice
-    assert engine.first_success([b"bad1!"], smaller_than=100, precheck=precheck) is None
+    assert (
+        engine.first_success([b"bad1!"], smaller_than=100, label="test", precheck=precheck) is None
+    )
     assert checked.count(b"bad1!") == 1
     assert engine.stats.syntax_rejected == 2
     assert recorder.started == [b"good", b"fine!"]
@@ -226,9 +236,11 @@ def test_gate_order_size_before_cache_before_precheck(make_engine):
         calls.append(text)
         return True
 
-    engine.first_success([b"cached!"], smaller_than=3, precheck=precheck)
+    engine.first_success([b"cached!"], smaller_than=3, label="test", precheck=precheck)
     assert engine.stats.not_smaller == 1 and engine.stats.cache_hits == 0
-    assert engine.first_success([b"cached!"], smaller_than=100, precheck=precheck) == (
+    assert engine.first_success(
+        [b"cached!"], smaller_than=100, label="test", precheck=precheck
+    ) == (
         0,
         b"cached!",
     )
@@ -255,14 +267,15 @@ def test_test_runs_without_gate_and_caches(make_engine):
 def test_stats_counters(make_engine):
     recorder = Recorder(lambda text: 0.02)
     engine = make_engine(recorder, jobs=2)
-    engine.pass_name = "alpha"
-    engine.first_success([b"a", b"b", b"c!"], smaller_than=100)
-    engine.pass_name = "beta"
-    engine.first_success([b"d!", b"toolong"], smaller_than=5)
-    engine.first_success([b"a"], smaller_than=100)
+    engine.first_success([b"a", b"b", b"c!"], smaller_than=100, label="alpha")
+    engine.first_success([b"d!", b"toolong"], smaller_than=5, label="beta")
+    engine.first_success([b"a"], smaller_than=100, label="beta")
     stats = engine.stats
     assert stats.tests_run == 4
     assert stats.by_pass == {"alpha": 3, "beta": 1}
+    assert stats.passes["alpha"].successes == 1  # c! is the one
+    assert stats.passes["beta"].successes == 1  # d!; the cached a is no success
+    assert stats.passes["beta"].cache_hits == 1
     assert stats.interesting == 2
     assert stats.cache_hits == 1
     assert stats.not_smaller == 1  # "toolong" was pulled alongside "d!" (jobs=2)
@@ -277,7 +290,7 @@ def test_run_test_errors_propagate(make_engine):
     engine = Engine(explode, is_bad, jobs=2)
     try:
         with pytest.raises(RuntimeError, match="oracle broke"):
-            engine.first_success([b"a", b"b"], smaller_than=100)
+            engine.first_success([b"a", b"b"], smaller_than=100, label="test")
         with pytest.raises(RuntimeError, match="oracle broke"):
             engine.test(b"c")
     finally:

@@ -199,7 +199,7 @@ def test_a_second_engine_run_executes_no_test_even_after_gc(tmp_path):
                 cache=cache,
             )
             try:
-                found = engine.first_success(candidates, smaller_than=10**6)
+                found = engine.first_success(candidates, smaller_than=10**6, label="test")
             finally:
                 engine.close()
         cache.close()
