@@ -31,6 +31,7 @@ from pathlib import Path
 import pygit2
 
 from gitreduce.core.errors import UserError
+from gitreduce.git.layout import common_dir
 
 MARKER = "# gitreduce-hook:"
 BACKUP_SUFFIX = ".pre-gitreduce"
@@ -232,11 +233,7 @@ def hooks_dir(repo: pygit2.Repository) -> Path:
         if not path.is_absolute():
             path = Path(repo.workdir or repo.path) / path
         return path
-    git_dir = Path(repo.path)
-    common = git_dir / "commondir"
-    if common.is_file():
-        git_dir = (git_dir / common.read_text().strip()).resolve()
-    return git_dir / "hooks"
+    return common_dir(repo) / "hooks"
 
 
 def is_ours(path: Path) -> bool:
