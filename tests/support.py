@@ -1,16 +1,23 @@
-"""Shared helpers: in-process reductions with plain predicates, and tree-sitter queries."""
+"""Shared helpers: in-process reductions with plain predicates, tree-sitter queries, and
+scratch git repositories with verdict caches for the git layer's tests."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import pygit2
 import tree_sitter
 
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import reduce_program
@@ -116,3 +123,78 @@ def calls(language: str, name: bytes) -> Predicate:
         return False
 
     return predicate
+
+
+# -- scratch git repositories and verdict caches ----------------------------------------
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+FINGERPRINT = hashlib.sha1(b"test fingerprint").hexdigest()
+
+
+def git_env() -> dict[str, str]:
+    """git with no user or system config, and a fixed identity."""
+    env = dict(os.environ)
+    env.update(
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_OPTIONAL_LOCKS="0",  # `git status` must not refresh the index we compare
+        GIT_AUTHOR_NAME="Ada Tester",
+        GIT_AUTHOR_EMAIL="ada@example.com",
+        GIT_COMMITTER_NAME="Ada Tester",
+        GIT_COMMITTER_EMAIL="ada@example.com",
+        PYTHONPATH=str(PACKAGE_ROOT),
+    )
+    return env
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    process = subprocess.run(
+        ["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True, check=False
+    )
+    if check and process.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed:\n{process.stderr}")
+    return process
+
+
+def fsck_clean(path: Path) -> None:
+    process = git(path, "fsck", "--full", "--strict", check=False)
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert "error" not in process.stderr.lower(), process.stderr
+    assert "missing" not in process.stdout + process.stderr
+
+
+def make_user_repo(path: Path) -> Path:
+    """A working repository with history, a staged change, an edit and an untracked file."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "src").mkdir()
+    (path / "src" / "prog.c").write_text("int main(void) { return 0; }\n")
+    (path / "README").write_text("hello\n")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "first")
+    (path / "README").write_text("hello again\n")
+    git(path, "commit", "-q", "-am", "second")
+    git(path, "branch", "topic")
+    (path / "README").write_text("staged\n")
+    git(path, "add", "README")
+    (path / "src" / "prog.c").write_text("int main(void) { return 1; }\n")
+    (path / "untracked.txt").write_text("mine\n")
+    return path
+
+
+def outcome_for(index: int) -> Outcome:
+    kinds = [
+        Outcome(Verdict.GOOD, 0, 0.25),
+        Outcome(Verdict.BAD, 1, 1.5, "internal compiler error: in f, at g.c"),
+        Outcome(Verdict.SKIP, 125, 0.125),
+        Outcome(Verdict.TIMEOUT, None, 10.0),
+        Outcome(Verdict.BAD, 139, 0.5, "panic: ünïcode — message"),
+    ]
+    return kinds[index % len(kinds)]
+
+
+def quiet_cache(repo: pygit2.Repository, **options: float) -> GitVerdictCache:
+    """A cache whose background checkpoints never fire on their own: the test decides."""
+    settings: dict[str, float] = {"checkpoint_seconds": 3600, "checkpoint_verdicts": 10**9}
+    settings.update(options)
+    return GitVerdictCache(repo, FINGERPRINT, **settings)  # type: ignore[arg-type]

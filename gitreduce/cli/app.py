@@ -245,7 +245,7 @@ def main() -> None:
     """Entry point; click's usage errors become one `error:` line too."""
     argv = sys.argv[1:]
     if argv[:1] == ["hooks"] and not Path("hooks").is_file():
-        from gitreduce.git import hooks
+        from gitreduce.cli import hooks
 
         sys.exit(hooks.main(argv[1:]))
     if argv[:1] == ["generate"] and not Path("generate").is_file():

@@ -1,4 +1,4 @@
-"""`git reduce hooks install|uninstall`: wire reduction into a repository's commits.
+"""Installing and uninstalling the post-commit hook that wires reduction into commits.
 
 The post-commit hook (its text is `POST_COMMIT`; `hooks/post-commit` in the
 source tree is the same file, for those who install hooks by hand) reduces
@@ -14,6 +14,9 @@ records the absolute path of the `git-reduce` running the install, so the
 hook finds it even when the virtualenv is not on PATH. A hook we did not
 write is only replaced with `--force`, and then kept as `<hook>.pre-gitreduce`
 (uninstall puts it back).
+
+This is the repository side; `git reduce hooks install|uninstall` is its
+command-line front, `gitreduce.cli.hooks`.
 """
 
 from __future__ import annotations
@@ -24,14 +27,11 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
 
 import pygit2
-import typer
-from rich.console import Console
-from typer.exceptions import TyperException
 
 from gitreduce.core.errors import UserError
+from gitreduce.git.layout import common_dir
 
 MARKER = "# gitreduce-hook:"
 BACKUP_SUFFIX = ".pre-gitreduce"
@@ -233,11 +233,7 @@ def hooks_dir(repo: pygit2.Repository) -> Path:
         if not path.is_absolute():
             path = Path(repo.workdir or repo.path) / path
         return path
-    git_dir = Path(repo.path)
-    common = git_dir / "commondir"
-    if common.is_file():
-        git_dir = (git_dir / common.read_text().strip()).resolve()
-    return git_dir / "hooks"
+    return common_dir(repo) / "hooks"
 
 
 def is_ours(path: Path) -> bool:
@@ -340,63 +336,3 @@ def uninstall(repo_path: Path | str = ".") -> list[str]:
     except OSError as error:
         raise UserError(f"cannot uninstall from {directory}: {error.strerror or error}") from None
     return done
-
-
-app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    no_args_is_help=True,
-    help=(
-        "Git hooks for fuzzer triage. post-commit: a commit whose message has a "
-        "'Reduce-Test: CMD' trailer (optionally 'Reduce-Path: PATH') is reduced against its "
-        "parent in the background, and the minimal failure-inducing change is attached to it "
-        "as a note: git log --notes=reduce.\n\nExit codes: 0 done, 2 error (one line)."
-    ),
-)
-
-
-def _report(lines: list[str]) -> None:
-    console = Console(stderr=True, soft_wrap=True)
-    for line in lines:
-        console.print(line, highlight=False, markup=False)
-
-
-def _fail(error: UserError) -> typer.Exit:
-    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {error}", highlight=False)
-    return typer.Exit(error.exit_code)
-
-
-@app.command("install", help="Install the hooks into the current repository.")
-def install_command(
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Replace a hook git reduce did not write (kept as a backup)."),
-    ] = False,
-) -> None:
-    try:
-        _report(install(Path.cwd(), force=force))
-    except UserError as error:
-        raise _fail(error) from None
-
-
-@app.command("uninstall", help="Remove the hooks from the current repository.")
-def uninstall_command() -> None:
-    try:
-        _report(uninstall(Path.cwd()))
-    except UserError as error:
-        raise _fail(error) from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`git reduce hooks ARGS`: run the hooks app, usage errors as one `error:` line."""
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        code = app(args=args, prog_name="git reduce hooks", standalone_mode=False)
-    except TyperException as error:
-        Console(stderr=True, soft_wrap=True).print(
-            f"[red]error:[/] {error.format_message()}", highlight=False
-        )
-        return 2
-    except typer.Abort:
-        return 130
-    return code if isinstance(code, int) else 0

@@ -1,8 +1,9 @@
-"""The repository's object store as gitreduce's memory: verdict cache, result branches, patches.
+"""The repository's object store as gitreduce's memory: the verdict cache.
 
-Everything here writes objects and refs only; nothing reads or writes the
-user's working tree, index, HEAD or any branch but the `reduce/<name>` result
-branch it was asked to create.
+Everything here writes objects and cache refs only; nothing reads or writes
+the user's working tree, index, HEAD or any branch. Paths and locks in the git
+directory come from `gitreduce.git.layout`; result branches and patches are
+`gitreduce.git.results`.
 
 The verdict cache
 -----------------
@@ -69,28 +70,22 @@ Why this shape:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
-import os
 import random
 import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timedelta, timezone
-from email.header import Header
-from email.utils import format_datetime, formataddr
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pygit2
 from pygit2.enums import FileMode
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.layout import common_dir, delete_if_stale, drop_loose, exclusive, objects_dir
 
 CACHE_REF_PREFIX = "refs/reduce/cache/"
-RESULT_BRANCH_PREFIX = "reduce/"
 
 _VERDICTS = "verdicts"
 _CANDIDATES = "candidates"
@@ -109,8 +104,6 @@ _CLOCK_SLACK = 60
 
 # Taken (flock) by every writer here around each move of a cache ref; see `_install`.
 _WRITERS_LOCK = "gitreduce-cache.lock"
-# A ref lock file older than this was left by a killed writer (a live one holds it for ms).
-_STALE_REF_LOCK_SECONDS = 5.0
 
 _README_TEXT = """\
 gitreduce verdict cache for one test fingerprint.
@@ -210,65 +203,6 @@ def _new_objects(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[pygit2.O
         yield entry.id
         if isinstance(entry, pygit2.Tree):
             yield from _new_objects(before if isinstance(before, pygit2.Tree) else None, entry)
-
-
-def objects_dir(repo: pygit2.Repository) -> Path:
-    """The object directory, also from a linked worktree (whose objects are the main repo's)."""
-    return _common_dir(repo) / "objects"
-
-
-def _common_dir(repo: pygit2.Repository) -> Path:
-    """Where shared refs, their logs and objects live, also for a linked worktree."""
-    git_dir = Path(repo.path)
-    common = git_dir / "commondir"
-    if common.is_file():
-        git_dir = (git_dir / common.read_text().strip()).resolve()
-    return git_dir
-
-
-@contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[bool]:
-    """Whether this open file description now holds `path`'s flock, released when the block
-    ends or its process dies (also by kill -9), unlike a lock file."""
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(descriptor)  # releases the flock
-
-
-def _delete_if_stale(lock: Path) -> None:
-    """Delete a ref's lock file older than `_STALE_REF_LOCK_SECONDS`: git and libgit2 hold
-    one for milliseconds, so an old one was left by a killed writer."""
-    try:
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return
-    if age > _STALE_REF_LOCK_SECONDS:
-        lock.unlink(missing_ok=True)
-
-
-def _drop_loose(objects: Path, keys: Iterable[str]) -> None:
-    """Delete these objects' loose copies, then the fan-out directories left empty.
-
-    As `git prune-packed` does: an empty directory still takes a disk block,
-    256 of them 1 MB. A concurrent writer that loses a directory between
-    creating it and renaming an object into it fails that write; the
-    writers here retry it.
-    """
-    directories: set[str] = set()
-    for key in keys:
-        with contextlib.suppress(OSError):
-            (objects / key[:2] / key[2:]).unlink()
-        directories.add(key[:2])
-    for name in directories:
-        with contextlib.suppress(OSError):
-            (objects / name).rmdir()
 
 
 class GitVerdictCache:
@@ -597,7 +531,7 @@ class GitVerdictCache:
         delete it.
         """
         repo = self._flush_repo
-        with _exclusive(_common_dir(repo) / _WRITERS_LOCK) as ours:
+        with exclusive(common_dir(repo) / _WRITERS_LOCK) as ours:
             if not ours:
                 if time.monotonic() > deadline:
                     raise CacheError(
@@ -605,8 +539,8 @@ class GitVerdictCache:
                         f"for {self._lock_wait:g}s; its verdicts were not saved"
                     )
                 return False
-            lock = _common_dir(repo) / (self.ref_name + ".lock")
-            _delete_if_stale(lock)
+            lock = common_dir(repo) / (self.ref_name + ".lock")
+            delete_if_stale(lock)
             with repo.transaction() as transaction:  # commits on leaving: unlocks, writes if set
                 try:
                     transaction.lock_ref(self.ref_name)
@@ -787,8 +721,8 @@ class GitVerdictCache:
         with self._lock:
             doomed = self._scratch - keep
             self._scratch = set()
-        if not (_common_dir(self._flush_repo) / "logs" / self.ref_name).exists():
-            _drop_loose(objects_dir(self._flush_repo), doomed)
+        if not (common_dir(self._flush_repo) / "logs" / self.ref_name).exists():
+            drop_loose(objects_dir(self._flush_repo), doomed)
         self._provisional = []
         self._sealed_id = final.id if final is not None else None
         if squashed and final is not None:
@@ -962,203 +896,6 @@ class GitVerdictCache:
             for key in loose:
                 builder.add(pygit2.Oid(hex=key))
             builder.write()  # into objects/pack/, renamed into place once complete
-            _drop_loose(objects, loose)
+            drop_loose(objects, loose)
             self.packs += 1
             return len(loose)
-
-
-def open_cache_repository(base: Path | None = None) -> pygit2.Repository:
-    """The private bare repository that caches verdicts for plain files outside any repository.
-
-    `$XDG_CACHE_HOME/gitreduce/cache.git` (default `~/.cache/gitreduce/cache.git`),
-    created on first use; concurrent first uses are harmless (init is idempotent).
-    """
-    if base is None:
-        xdg = os.environ.get("XDG_CACHE_HOME", "")
-        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    path = base / "gitreduce" / "cache.git"
-    try:
-        if (path / "HEAD").exists():
-            return pygit2.Repository(str(path))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return pygit2.init_repository(str(path), bare=True)
-    except (OSError, pygit2.GitError) as error:
-        raise UserError(f"cannot open the cache repository {path}: {error}") from error
-
-
-# -- results --------------------------------------------------------------------------
-
-
-def result_branch_name(hint: str) -> str:
-    """`reduce/<hint>` made into a valid branch name (`hint`: the input's file name, a commit)."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", hint).strip("-.") or "result"
-    name = re.sub(r"\.\.+", ".", name)
-    if name.endswith(".lock"):
-        name = name[: -len(".lock")] + "-lock"
-    return RESULT_BRANCH_PREFIX + name
-
-
-def user_signature(repo: pygit2.Repository) -> pygit2.Signature:
-    """The user's identity for result commits, or a stand-in when none is configured."""
-    try:
-        return repo.default_signature
-    except (KeyError, ValueError, pygit2.GitError):
-        return pygit2.Signature("git reduce", "gitreduce@localhost")
-
-
-def result_message(
-    subject: str,
-    *,
-    path: str,
-    test: str,
-    sources: Sequence[str] = (),
-    bytes_before: int | None = None,
-    bytes_after: int | None = None,
-    tokens_before: int | None = None,
-    tokens_after: int | None = None,
-    extra: Sequence[str] = (),
-) -> str:
-    """A result commit message: subject, what was reduced and how, and sizes before -> after.
-
-    Trailers are `Reduced-*` (not `Reduce-Test`), so a hook that reduces
-    commits carrying `Reduce-Test:` never fires on its own results.
-    """
-    body = [f"Reduced {path}" + (f" from {', '.join(sources)}" if sources else "")]
-    if bytes_before is not None and bytes_after is not None:
-        body.append(f"Bytes: {bytes_before} -> {bytes_after}")
-    if tokens_before is not None and tokens_after is not None:
-        body.append(f"Tokens: {tokens_before} -> {tokens_after}")
-    body.extend(extra)
-    trailers = [f"Reduced-From: {source}" for source in sources]
-    trailers.append(f"Reduced-With: {test}")
-    return f"{subject}\n\n" + "\n".join(body) + "\n\n" + "\n".join(trailers) + "\n"
-
-
-def record_result(
-    repo: pygit2.Repository,
-    *,
-    branch: str,
-    path: str,
-    versions: Sequence[tuple[str, bytes]],
-    force: bool = False,
-    author: pygit2.Signature | None = None,
-) -> list[pygit2.Oid]:
-    """Create branch `branch` with one commit per `(message, content)` in `versions`.
-
-    Single-file mode passes one version (the reduced file); pairwise passes
-    two (reduced seed, then reduced variant), so `git show <branch>` is the
-    minimal failure-inducing change. Each commit's tree holds only `path`.
-
-    The history is an orphan: the first commit has no parent. With the GOOD
-    commit as parent, the first commit would show as deleting every other
-    file of the project; orphaned, `git show` of each commit is exactly the
-    reduced program or the reduced change, and the source commits are named
-    in the messages instead. Refuses an existing branch unless `force`, and
-    never moves the branch HEAD is on. Returns the commit ids, oldest first.
-    """
-    if not versions:
-        raise ValueError("record_result needs at least one version")
-    ref_name = "refs/heads/" + branch
-    if not pygit2.reference_is_valid_name(ref_name):
-        raise UserError(f"{branch!r} is not a valid branch name")
-    parts = [part for part in path.split("/") if part not in ("", ".")]
-    if not parts or ".." in parts:
-        raise UserError(f"{path!r} is not a path inside the repository")
-    head = repo.references.get("HEAD")
-    symbolic = head is not None and head.type == pygit2.enums.ReferenceType.SYMBOLIC
-    if symbolic and head.target == ref_name:  # unborn too: creating it would commit for the user
-        raise UserError(f"branch {branch} is checked out; will not write to it")
-    existing = repo.references.get(ref_name)
-    if existing is not None and not force:
-        raise UserError(f"branch {branch} already exists; use --force to replace it")
-    signature = author or user_signature(repo)
-    commits: list[pygit2.Oid] = []
-    for message, content in versions:
-        tree_id = _single_file_tree(repo, parts, content)
-        commits.append(
-            repo.create_commit(None, signature, signature, message, tree_id, commits[-1:])
-        )
-    try:
-        if existing is None:
-            repo.references.create(ref_name, commits[-1])
-        else:
-            existing.set_target(commits[-1], "git reduce: result")
-    except (pygit2.AlreadyExistsError, pygit2.GitError, OSError) as error:
-        raise UserError(f"cannot write branch {branch}: {error}") from error
-    return commits
-
-
-def _single_file_tree(repo: pygit2.Repository, parts: list[str], content: bytes) -> pygit2.Oid:
-    entry = repo.create_blob(content)
-    mode = FileMode.BLOB
-    for name in reversed(parts):
-        builder = repo.TreeBuilder()
-        builder.insert(name, entry, mode)
-        entry, mode = builder.write(), FileMode.TREE
-    return entry
-
-
-def format_patch(repo: pygit2.Repository, commit: pygit2.Commit | pygit2.Oid | str) -> bytes:
-    """`git format-patch -1` of `commit` as bytes: applies with `git am` onto its parent.
-
-    A root commit becomes a patch that creates its files. Note that `git am`
-    drops carriage returns unless given `--keep-cr`, as for any mailed patch.
-    """
-    if not isinstance(commit, pygit2.Commit):
-        try:
-            found = repo.revparse_single(commit) if isinstance(commit, str) else repo[commit]
-            commit = found.peel(pygit2.Commit)
-        except (KeyError, ValueError, pygit2.GitError):
-            raise UserError(f"{commit} is not a commit") from None
-    if commit.parents:
-        diff = repo.diff(commit.parents[0], commit)
-    else:
-        diff = commit.tree.diff_to_tree(swap=True)
-    author = commit.author
-    zone = timezone(timedelta(minutes=author.offset))
-    date = format_datetime(datetime.fromtimestamp(author.time, zone))
-    subject, _, body = commit.message.partition("\n")
-    body = body.strip("\n")
-    head = [
-        f"From {commit.id} Mon Sep 17 00:00:00 2001",
-        f"From: {formataddr((author.name, author.email), charset='utf-8')}",
-        f"Date: {date}",
-        f"Subject: {_header(f'[PATCH] {subject.strip()}')}",
-        "MIME-Version: 1.0",
-        "Content-Type: text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding: 8bit",
-        "",
-    ]
-    if body:
-        head += [body, ""]
-    stats = diff.stats.format(
-        pygit2.enums.DiffStatsFormat.FULL | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72
-    )
-    text = "\n".join(head).encode() + b"---\n" + stats.encode() + b"\n"
-    text += b"".join(patch.data for patch in diff)
-    text += b"-- \ngit reduce\n\n"
-    return text
-
-
-def _header(value: str) -> str:
-    """A mail header value, RFC 2047-encoded when not ASCII (as `git format-patch` does)."""
-    if value.isascii():
-        return value
-    return Header(value, "utf-8").encode(maxlinelen=76)
-
-
-def write_patch(
-    repo: pygit2.Repository, commit: pygit2.Commit | pygit2.Oid | str, path_out: Path
-) -> Path:
-    """Write `format_patch(repo, commit)` to `path_out` (the `--patch FILE` output)."""
-    try:
-        path_out.write_bytes(format_patch(repo, commit))
-    except OSError as error:
-        raise UserError(f"cannot write {path_out}: {error.strerror}") from error
-    return path_out
-
-
-def written_objects_size(repo: pygit2.Repository) -> int:
-    """Bytes of loose objects plus packs: how much `.git/objects` holds (for reports and tests)."""
-    objects = objects_dir(repo)
-    return sum(path.stat().st_size for path in objects.rglob("*") if path.is_file())

@@ -182,30 +182,6 @@ def test_a_foreign_hook_is_kept_unless_forced_and_restored_on_uninstall(repo: Pa
     assert not backup.exists()
 
 
-def test_cli_errors_are_one_line(
-    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
-) -> None:
-    hook = repo / ".git" / "hooks" / "post-commit"
-    hook.parent.mkdir(exist_ok=True)
-    hook.write_text("#!/bin/sh\n")
-    monkeypatch.chdir(repo)
-    assert hooks.main(["install"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and "--force" in err and "\n" not in err
-    assert hooks.main(["install", "--force"]) == 0
-    assert "installed" in capsys.readouterr().err
-    assert hooks.main(["uninstall"]) == 0
-    assert "restored the previous hook" in capsys.readouterr().err
-    assert hooks.main(["bogus"]) == 2
-    assert capsys.readouterr().err.startswith("error:")
-    outside = tmp_path / "plain"
-    outside.mkdir()
-    monkeypatch.chdir(outside)
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    assert hooks.main(["install"]) == 2
-    assert "not in a git repository" in capsys.readouterr().err
-
-
 # -- the hook at work -----------------------------------------------------------------
 
 

@@ -1,8 +1,7 @@
-"""The git verdict cache, result branches and patches, on real repositories and real processes."""
+"""The git verdict cache, on real repositories and real processes."""
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import random
@@ -16,104 +15,25 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from support import (
+    FINGERPRINT,
+    fsck_clean,
+    git,
+    git_env,
+    make_user_repo,
+    outcome_for,
+    quiet_cache,
+)
 
 from gitreduce.core.engine import Engine, blob_id
-from gitreduce.core.errors import UserError
-from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.git import verdicts as gitstore
-from gitreduce.git.verdicts import (
-    CACHE_REF_PREFIX,
-    CacheError,
-    GitVerdictCache,
-    format_patch,
-    open_cache_repository,
-    record_result,
-    result_branch_name,
-    result_message,
-    write_patch,
-)
+from gitreduce.core.outcome import Verdict
+from gitreduce.git.verdicts import CACHE_REF_PREFIX, GitVerdictCache
 from gitreduce.oracle.runner import Oracle, TestSpec
-
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-FINGERPRINT = hashlib.sha1(b"test fingerprint").hexdigest()
-AUTHOR = pygit2.Signature("Ada Tester", "ada@example.com", 1_700_000_000, 60)
-
-
-def git_env() -> dict[str, str]:
-    """git with no user or system config, and a fixed identity."""
-    env = dict(os.environ)
-    env.update(
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_OPTIONAL_LOCKS="0",  # `git status` must not refresh the index we compare
-        GIT_AUTHOR_NAME="Ada Tester",
-        GIT_AUTHOR_EMAIL="ada@example.com",
-        GIT_COMMITTER_NAME="Ada Tester",
-        GIT_COMMITTER_EMAIL="ada@example.com",
-        PYTHONPATH=str(PACKAGE_ROOT),
-    )
-    return env
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    process = subprocess.run(
-        ["git", *args], cwd=cwd, env=git_env(), capture_output=True, text=True, check=False
-    )
-    if check and process.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed:\n{process.stderr}")
-    return process
-
-
-def fsck_clean(path: Path) -> None:
-    process = git(path, "fsck", "--full", "--strict", check=False)
-    assert process.returncode == 0, process.stdout + process.stderr
-    assert "error" not in process.stderr.lower(), process.stderr
-    assert "missing" not in process.stdout + process.stderr
-
-
-def make_user_repo(path: Path) -> Path:
-    """A working repository with history, a staged change, an edit and an untracked file."""
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "src").mkdir()
-    (path / "src" / "prog.c").write_text("int main(void) { return 0; }\n")
-    (path / "README").write_text("hello\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    (path / "README").write_text("hello again\n")
-    git(path, "commit", "-q", "-am", "second")
-    git(path, "branch", "topic")
-    (path / "README").write_text("staged\n")
-    git(path, "add", "README")
-    (path / "src" / "prog.c").write_text("int main(void) { return 1; }\n")
-    (path / "untracked.txt").write_text("mine\n")
-    return path
 
 
 @pytest.fixture
 def bare(tmp_path: Path) -> pygit2.Repository:
     return pygit2.init_repository(str(tmp_path / "store.git"), bare=True)
-
-
-def outcome_for(index: int) -> Outcome:
-    kinds = [
-        Outcome(Verdict.GOOD, 0, 0.25),
-        Outcome(Verdict.BAD, 1, 1.5, "internal compiler error: in f, at g.c"),
-        Outcome(Verdict.SKIP, 125, 0.125),
-        Outcome(Verdict.TIMEOUT, None, 10.0),
-        Outcome(Verdict.BAD, 139, 0.5, "panic: ünïcode — message"),
-    ]
-    return kinds[index % len(kinds)]
-
-
-def quiet_cache(repo: pygit2.Repository, **options: float) -> GitVerdictCache:
-    """A cache whose background checkpoints never fire on their own: the test decides."""
-    settings: dict[str, float] = {"checkpoint_seconds": 3600, "checkpoint_verdicts": 10**9}
-    settings.update(options)
-    return GitVerdictCache(repo, FINGERPRINT, **settings)  # type: ignore[arg-type]
-
-
-# --- the cache ---------------------------------------------------------------------------
 
 
 def test_verdicts_round_trip_through_the_ref(bare):
@@ -487,41 +407,6 @@ def test_kill_9_mid_flush_leaves_a_readable_ref_and_a_clean_repository(tmp_path)
     fsck_clean(repo_path)
 
 
-def ref_lock(repo_path: Path, age: float) -> Path:
-    """The cache ref's lock file as a writer killed `age` seconds ago inside a ref
-    transaction leaves it."""
-    lock = repo_path / ".git" / (CACHE_REF_PREFIX + FINGERPRINT + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    lock.touch()
-    os.utime(lock, (time.time() - age, time.time() - age))
-    return lock
-
-
-def test_a_ref_lock_left_by_a_killed_writer_is_deleted_once_stale(tmp_path, monkeypatch):
-    monkeypatch.setattr(gitstore, "_STALE_REF_LOCK_SECONDS", 0.3)
-    repo_path = make_user_repo(tmp_path / "work")
-    lock = ref_lock(repo_path, age=0)
-    cache = quiet_cache(pygit2.Repository(str(repo_path)))
-    cache.put(cache.remember(b"int main;\n"), outcome_for(1))
-    started = time.monotonic()
-    cache.close()
-    assert time.monotonic() - started >= 0.3  # a fresh lock may be a live git's: waited
-    assert not lock.exists()
-    assert quiet_cache(pygit2.Repository(str(repo_path))).loaded == 1
-
-
-def test_an_old_ref_lock_is_kept_while_another_writer_holds_the_writers_lock(tmp_path):
-    repo_path = make_user_repo(tmp_path / "work")
-    lock = ref_lock(repo_path, age=3600)
-    with open(repo_path / ".git" / gitstore._WRITERS_LOCK, "w") as other_writer:
-        fcntl.flock(other_writer, fcntl.LOCK_EX)
-        cache = quiet_cache(pygit2.Repository(str(repo_path)), lock_wait_seconds=0.3)
-        cache.put(cache.remember(b"int main;\n"), outcome_for(1))
-        with pytest.raises(CacheError, match="locked by another git reduce"):
-            cache.close()
-    assert lock.exists()  # only the flock's holder may judge the ref lock stale
-
-
 CHECKPOINTER = textwrap.dedent(
     """
     import sys, time, pygit2
@@ -819,211 +704,6 @@ def test_concurrent_flush_is_seen_by_the_other_cache(bare):
     second.close()
 
 
-def test_private_cache_repository(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    repo = open_cache_repository()
-    assert Path(repo.path).resolve() == (tmp_path / "xdg" / "gitreduce" / "cache.git").resolve()
-    assert repo.is_bare
-    cache = quiet_cache(repo)
-    cache.put(cache.remember(b"plain file candidate"), outcome_for(1))
-    cache.close()
-    again = open_cache_repository()
-    assert quiet_cache(again).get(blob_id(b"plain file candidate")) == outcome_for(1)
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert (
-        Path(open_cache_repository().path).resolve()
-        == (tmp_path / "home" / ".cache" / "gitreduce" / "cache.git").resolve()
-    )
-
-
-def test_a_linked_worktree_shares_the_cache(tmp_path):
-    main = make_user_repo(tmp_path / "work")
-    git(main, "worktree", "add", "-q", str(tmp_path / "linked"), "topic")
-    linked = pygit2.Repository(str(tmp_path / "linked"))
-    cache = quiet_cache(linked)
-    cache.put(cache.remember(b"from the worktree\n" * 100), outcome_for(1))
-    cache.close()
-    key = blob_id(b"from the worktree\n" * 100)
-    assert not (
-        main / ".git" / "objects" / key[:2] / key[2:]
-    ).exists()  # packed, in the shared store
-    assert git(main, "cat-file", "-e", key, check=False).returncode == 0
-    assert quiet_cache(pygit2.Repository(str(main))).get(
-        blob_id(b"from the worktree\n" * 100)
-    ) == outcome_for(1)
-    fsck_clean(main)
-
-
 def test_the_fingerprint_must_be_hex(bare):
     with pytest.raises(ValueError):
         GitVerdictCache(bare, "../../heads/main")
-
-
-# --- results -------------------------------------------------------------------------------
-
-SEED = b"int f(int x) {\n  return x + 1;\n}\n/* caf\xc3\xa9 */\n"
-VARIANT = b"int f(int x) {\n  return x + 1 / 0;\n}\n/* caf\xc3\xa9 */"  # no final newline
-
-
-def user_state(path: Path) -> dict[str, object]:
-    """Everything of the user's that reduction must not touch."""
-    files = {
-        str(file.relative_to(path)): file.read_bytes()
-        for file in sorted(path.rglob("*"))
-        if file.is_file() and ".git" not in file.relative_to(path).parts
-    }
-    return {
-        "head": git(path, "symbolic-ref", "HEAD").stdout,
-        "head_commit": git(path, "rev-parse", "HEAD").stdout,
-        "index": (path / ".git" / "index").read_bytes(),
-        "status": git(path, "status", "--porcelain=v2").stdout,
-        "branches": git(path, "for-each-ref", "refs/heads", "refs/tags").stdout,
-        "files": files,
-    }
-
-
-def pairwise_result(repo: pygit2.Repository, branch: str = "reduce/prog") -> list[pygit2.Oid]:
-    seed_message = result_message(
-        "git reduce: reduced seed of src/deep/prog.c",
-        path="src/deep/prog.c",
-        test="./check.sh {}",
-        sources=["1111111"],
-        bytes_before=900,
-        bytes_after=len(SEED),
-    )
-    variant_message = result_message(
-        "git reduce: the failure-inducing change in src/deep/prog.c — tiny",
-        path="src/deep/prog.c",
-        test="./check.sh {}",
-        sources=["2222222"],
-        bytes_before=950,
-        bytes_after=len(VARIANT),
-        tokens_before=300,
-        tokens_after=12,
-    )
-    return record_result(
-        repo,
-        branch=branch,
-        path="src/deep/prog.c",
-        versions=[(seed_message, SEED), (variant_message, VARIANT)],
-        author=AUTHOR,
-    )
-
-
-def test_result_branch_is_an_orphan_history_of_one_file(tmp_path):
-    repo_path = make_user_repo(tmp_path / "work")
-    repo = pygit2.Repository(str(repo_path))
-    seed_id, variant_id = pairwise_result(repo)
-    seed, variant = repo[seed_id], repo[variant_id]
-    assert seed.parents == [] and variant.parent_ids == [seed_id]
-    assert repo.references["refs/heads/reduce/prog"].target == variant_id
-    for commit, content in ((seed, SEED), (variant, VARIANT)):
-        assert [entry.name for entry in commit.tree] == ["src"]
-        assert commit.tree["src/deep/prog.c"].data == content
-    assert "Reduced-From: 2222222" in variant.message
-    assert "Bytes: 950 -> " in variant.message and "Tokens: 300 -> 12" in variant.message
-    shown = git(repo_path, "show", "--format=", "reduce/prog").stdout
-    assert "-  return x + 1;" in shown and "+  return x + 1 / 0;" in shown
-    fsck_clean(repo_path)
-
-
-def test_result_branch_is_not_overwritten_without_force(tmp_path):
-    repo_path = make_user_repo(tmp_path / "work")
-    repo = pygit2.Repository(str(repo_path))
-    first = pairwise_result(repo)
-    with pytest.raises(UserError, match="already exists"):
-        pairwise_result(repo)
-    assert repo.references["refs/heads/reduce/prog"].target == first[-1]
-    replaced = record_result(
-        repo, branch="reduce/prog", path="prog.c", versions=[("one\n", b"x\n")], force=True
-    )
-    assert repo.references["refs/heads/reduce/prog"].target == replaced[-1]
-    with pytest.raises(UserError, match="checked out"):
-        record_result(repo, branch="main", path="p.c", versions=[("m\n", b"x\n")], force=True)
-    with pytest.raises(UserError, match="not a valid branch name"):
-        record_result(repo, branch="reduce/a..b", path="p.c", versions=[("m\n", b"x\n")])
-    with pytest.raises(UserError, match="not a path inside"):
-        record_result(repo, branch="reduce/c", path="../p.c", versions=[("m\n", b"x\n")])
-
-
-def test_branch_names():
-    assert result_branch_name("prog.c") == "reduce/prog.c"
-    assert result_branch_name("my file (1).c") == "reduce/my-file-1-.c"
-    assert result_branch_name("..") == "reduce/result"
-    assert result_branch_name("x.lock") == "reduce/x-lock"
-    for hint in ("prog.c", "a b", "..", "x.lock", "~^:?*[\\"):
-        assert pygit2.reference_is_valid_name("refs/heads/" + result_branch_name(hint))
-
-
-def test_git_am_of_the_patch_onto_the_seed_reproduces_the_variant(tmp_path):
-    repo_path = make_user_repo(tmp_path / "work")
-    repo = pygit2.Repository(str(repo_path))
-    seed_id, variant_id = pairwise_result(repo)
-    patch = write_patch(repo, variant_id, tmp_path / "reduced.patch")
-    text = patch.read_bytes()
-    assert text.startswith(f"From {variant_id} Mon Sep 17 00:00:00 2001\n".encode())
-    assert b"Subject: " in text and b"\n---\n" in text and b"diff --git" in text
-    clone = tmp_path / "clone"
-    git(tmp_path, "clone", "-q", str(repo_path), str(clone))
-    git(clone, "checkout", "-q", "--detach", str(seed_id))
-    assert (clone / "src" / "deep" / "prog.c").read_bytes() == SEED
-    git(clone, "am", "-q", str(patch))
-    assert (clone / "src" / "deep" / "prog.c").read_bytes() == VARIANT
-    applied = pygit2.Repository(str(clone)).head.peel(pygit2.Commit)
-    assert applied.tree.id == repo[variant_id].tree.id
-    assert applied.message == repo[variant_id].message
-    assert applied.author.email == AUTHOR.email
-
-
-def test_single_file_result_and_root_patch(tmp_path):
-    repo_path = make_user_repo(tmp_path / "work")
-    repo = pygit2.Repository(str(repo_path))
-    (only,) = record_result(
-        repo,
-        branch=result_branch_name("prog.c"),
-        path="prog.c",
-        versions=[("git reduce: reduced prog.c\n", b"int x;\n")],
-        author=AUTHOR,
-    )
-    assert repo[only].parents == []
-    patch = format_patch(repo, str(only))
-    assert b"new file mode 100644" in patch and b"+int x;" in patch
-    empty = tmp_path / "empty"
-    git(tmp_path, "init", "-q", str(empty))
-    (empty / "base").write_text("base\n")
-    git(empty, "add", "base")
-    git(empty, "commit", "-q", "-m", "base")
-    (tmp_path / "root.patch").write_bytes(patch)
-    git(empty, "am", "-q", str(tmp_path / "root.patch"))
-    assert (empty / "prog.c").read_bytes() == b"int x;\n"
-
-
-def test_nothing_of_the_users_is_touched(tmp_path):
-    repo_path = make_user_repo(tmp_path / "work")
-    before = user_state(repo_path)
-    repo = pygit2.Repository(str(repo_path))
-    cache = quiet_cache(repo)
-    for index in range(50):
-        cache.put(cache.remember(f"candidate {index}\n".encode()), outcome_for(index))
-    cache.flush()
-    cache.close()
-    _, variant_id = pairwise_result(repo)
-    write_patch(repo, variant_id, tmp_path / "out.patch")
-    after = user_state(repo_path)
-    added = git(repo_path, "for-each-ref", "--format=%(refname)", "refs/heads").stdout.split()
-    assert "refs/heads/reduce/prog" in added
-    after_branches = "".join(
-        line + "\n"
-        for line in str(after.pop("branches")).splitlines()
-        if "refs/heads/reduce/" not in line
-    )
-    assert after_branches == before.pop("branches")
-    assert after == before
-
-
-def test_the_unborn_current_branch_is_not_created(tmp_path):
-    repo = pygit2.init_repository(str(tmp_path / "fresh"), initial_head="reduce/x")
-    with pytest.raises(UserError, match="checked out"):
-        record_result(repo, branch="reduce/x", path="p.c", versions=[("m\n", b"x\n")])
-    assert repo.head_is_unborn

@@ -1,0 +1,77 @@
+"""`git reduce hooks install|uninstall`: the command-line front of `gitreduce.git.hooks`.
+
+Job: parse the subcommand, run the install or uninstall in the current
+repository, and report what was done, or one `error:` line, on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from typer.exceptions import TyperException
+
+from gitreduce.core.errors import UserError
+from gitreduce.git.hooks import install, uninstall
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    help=(
+        "Git hooks for fuzzer triage. post-commit: a commit whose message has a "
+        "'Reduce-Test: CMD' trailer (optionally 'Reduce-Path: PATH') is reduced against its "
+        "parent in the background, and the minimal failure-inducing change is attached to it "
+        "as a note: git log --notes=reduce.\n\nExit codes: 0 done, 2 error (one line)."
+    ),
+)
+
+
+def _report(lines: list[str]) -> None:
+    console = Console(stderr=True, soft_wrap=True)
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+
+
+def _fail(error: UserError) -> typer.Exit:
+    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {error}", highlight=False)
+    return typer.Exit(error.exit_code)
+
+
+@app.command("install", help="Install the hooks into the current repository.")
+def install_command(
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace a hook git reduce did not write (kept as a backup)."),
+    ] = False,
+) -> None:
+    try:
+        _report(install(Path.cwd(), force=force))
+    except UserError as error:
+        raise _fail(error) from None
+
+
+@app.command("uninstall", help="Remove the hooks from the current repository.")
+def uninstall_command() -> None:
+    try:
+        _report(uninstall(Path.cwd()))
+    except UserError as error:
+        raise _fail(error) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`git reduce hooks ARGS`: run the hooks app, usage errors as one `error:` line."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = app(args=args, prog_name="git reduce hooks", standalone_mode=False)
+    except TyperException as error:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/] {error.format_message()}", highlight=False
+        )
+        return 2
+    except typer.Abort:
+        return 130
+    return code if isinstance(code, int) else 0
