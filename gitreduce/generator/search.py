@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from gitreduce.core.ddmin import ddmin
-from gitreduce.generator.replay import (
+from gitreduce.generator.plan import (
     Alignment,
     Edits,
     Unit,
@@ -48,7 +48,7 @@ from gitreduce.generator.replay import (
     replay,
     simplifiable,
 )
-from gitreduce.generator.trace import ROOT, Trace, execute
+from gitreduce.generator.recorder import ROOT, Trace, execute
 
 Strategy = Literal["tree", "sequence"]
 MAX_ROUNDS = 16

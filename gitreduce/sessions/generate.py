@@ -32,7 +32,7 @@ from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.generator.replay import (
+from gitreduce.generator.plan import (
     Alignment,
     Edits,
     Replayed,
@@ -41,8 +41,8 @@ from gitreduce.generator.replay import (
     feasible,
     removable,
 )
+from gitreduce.generator.recorder import Trace
 from gitreduce.generator.search import Strategy, reduce_trace
-from gitreduce.generator.trace import Trace
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, record
 from gitreduce.git.verdicts import GitVerdictCache, result_message
 from gitreduce.lang import grammars
@@ -173,7 +173,7 @@ def parse_target(generator: str, entry: str | None, cwd: Path) -> TargetSpec:
 
 _HEADER = struct.Struct(">Q")
 _WORKER = (
-    "import sys; from gitreduce.generator.replay import serve; "
+    "import sys; from gitreduce.generator.plan import serve; "
     "serve(int(sys.argv[1]), int(sys.argv[2]))"
 )
 

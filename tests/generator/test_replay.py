@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gitreduce.generator.replay import (
+from gitreduce.generator.plan import (
     Alignment,
     Hoist,
     Replayed,
@@ -30,7 +30,7 @@ from gitreduce.generator.replay import (
     simplest,
     simplifiable,
 )
-from gitreduce.generator.trace import Pick, Trace, execute
+from gitreduce.generator.recorder import Pick, Trace, execute
 
 ALL = list(Alignment)
 

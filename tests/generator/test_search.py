@@ -11,9 +11,9 @@ from string import ascii_lowercase
 import pytest
 
 from gitreduce.generator import search as reduce_module
-from gitreduce.generator.replay import Alignment, removable
+from gitreduce.generator.plan import Alignment, removable
+from gitreduce.generator.recorder import execute
 from gitreduce.generator.search import depths, reduce_in_process
-from gitreduce.generator.trace import execute
 
 ALL = list(Alignment)
 STRATEGIES = ["tree", "sequence"]

@@ -50,7 +50,7 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
-from gitreduce.generator.trace import (
+from gitreduce.generator.recorder import (
     ROOT,
     Domain,
     Frame,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gitreduce.generator.trace import (
+from gitreduce.generator.recorder import (
     ROOT,
     GeneratorFailed,
     Pick,
