@@ -39,7 +39,7 @@ from gitreduce.cli.options import (
 )
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
-from gitreduce.generator.plan import Alignment
+from gitreduce.generator.replay import Alignment
 from gitreduce.git.store import ResultRequest
 from gitreduce.sessions.generate import (
     DEFAULT_GENERATOR_TIMEOUT,

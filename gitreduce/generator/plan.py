@@ -1,89 +1,29 @@
-"""Trace-aligned re-execution: run the generator again, forcing the decisions a reduced trace keeps.
+"""Reduced traces: the edits a trace allows, and the plan a re-execution follows.
 
 A reduced trace T† is the recorded trace T with some iterations and blocks
-labelled "removed". Re-executing aligns each decision the generator asks for
-with the next kept decision of T† (same Prog(O): API and call stack; same
-execution index: iteration numbers, renumbered after removals) and returns
-that decision's value (Dec(O') = Dec(O)), except that a loop's count becomes
-the number of kept iterations and a removed block's guard gets a value that
-skips it.
+labelled "removed". Its plan is the decisions T† keeps, each with where it
+must be made (same Prog(O): API and call stack; same execution index:
+iteration numbers, renumbered after removals) and the value it must return
+(Dec(O') = Dec(O)), except that a loop's count becomes the number of kept
+iterations and a removed block's guard gets a value that skips it.
 
 Two more edits go beyond the paper: a hoisted call (the decisions of an
 outer call replaced by those of a nested call of the same function, their
 call stacks and iteration numbers shortened to match) and a simplified
 decision (its value replaced by the simplest its call allows).
 
-Alignment can be infeasible: the generator goes down another path (the
-paper's Case 1) or the recorded value is no longer possible (Case 2, a choice
-among variables one of which was removed). The three strategies differ there:
-
-- halt: give up; this reduced trace yields nothing;
-- bypass: also remove the innermost iteration or block around the decision
-  that could not be aligned, and start over (it only ever removes more, so it
-  ends);
-- re-align (default): take an arbitrary feasible value for the misaligned
-  decision (the nearest one for numbers, the most similar element for a
-  choice; for a decision with no counterpart at all, a value that turns its
-  guard off if its call guards a block elsewhere in the trace, else a random
-  draw) and align later decisions with the first kept decision of the same
-  Prog and execution index, skipping what lies between.
-
-This module also holds the worker loop that runs generators in a subprocess
-for the session, because that process only ever records and replays.
+What a trace offers (`removable`, `hoists`, `simplifiable`) is what the
+search (search.py) works on; following a plan is replay.py's job.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import math
-import os
-import pickle
-import struct
-import sys
-import types
-from bisect import bisect_left
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from gitreduce.generator.recorder import (
-    ROOT,
-    Domain,
-    Frame,
-    GeneratorFailed,
-    Infeasible,
-    Pick,
-    Site,
-    Trace,
-    describe_exception,
-    execute,
-    plain_int,
-)
-
-
-class Alignment(Enum):
-    """What to do when a reduced trace cannot be followed exactly."""
-
-    HALT = "halt"
-    BYPASS = "bypass"
-    REALIGN = "realign"
-
-
-class Halt(BaseException):
-    """Stops a re-execution; a BaseException so that a generator's `except Exception` cannot
-    swallow it."""
-
-
-class Bypass(BaseException):
-    """Restart with `unit` removed as well (None: nothing around the decision to remove)."""
-
-    def __init__(self, unit: int | None) -> None:
-        super().__init__(unit)
-        self.unit = unit
+from gitreduce.generator.random_source import Domain, Pick, plain_int
+from gitreduce.generator.trace import ROOT, Frame, Site, Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +78,7 @@ class Plan:
     skips: dict[CallSite, Any] = field(default_factory=dict)
 
 
-def _call_site(site: Site) -> CallSite:
+def call_site(site: Site) -> CallSite:
     """The call in the code a decision was made at, whatever the calls around it."""
     return (site[0], site[1][-1] if site[1] else None)
 
@@ -409,7 +349,7 @@ def _skips(trace: Trace) -> dict[CallSite, Any]:
     skips: dict[CallSite, Any] = {}
     offs = off_values(trace)
     for index, taken in trace.guards.items():
-        key = _call_site(trace.decisions[index].site)
+        key = call_site(trace.decisions[index].site)
         if not taken:
             skips[key] = trace.decisions[index].value
         elif key not in skips and index in offs:
@@ -487,361 +427,3 @@ def _off_value(api: str, value: Any, domain: Domain | None) -> Any:
         high = float(domain.high)
         return math.nextafter(high, domain.low) if api == "random" else high
     return None
-
-
-# -- aligning one execution --------------------------------------------------------------
-
-
-class Aligner:
-    """Hands out the values of one re-execution and notices where it stops following the plan."""
-
-    def __init__(self, plan: Plan, alignment: Alignment) -> None:
-        self.expected = plan.expected
-        self.plan = plan
-        self.alignment = alignment
-        self.pointer = 0
-        self.misaligned = 0
-        self.failure: BaseException | None = None
-        self._position = 0
-        self._aligned: dict[int, Expected] = {}
-        self._positions: dict[tuple[Site, tuple[int, ...]], list[int]] = {}
-        if alignment is Alignment.REALIGN:
-            for index, expected in enumerate(self.expected):
-                self._positions.setdefault((expected.site, expected.path), []).append(index)
-
-    def choose(
-        self,
-        site: Site,
-        path: tuple[int, ...],
-        draw: Callable[[], Any],
-        force: Callable[[Any], Any],
-        domain: Domain | None,
-    ) -> Any:
-        if self.failure is not None:
-            raise self.failure
-        actual = self._position
-        self._position += 1
-        found = self._match(site, path)
-        if found is None:
-            return self._misaligned(site, draw, force)
-        try:
-            value = force(found.value)
-        except Infeasible:
-            self.misaligned += 1
-            if self.alignment is Alignment.HALT:
-                raise Halt from None
-            if self.alignment is Alignment.BYPASS:
-                raise Bypass(found.unit) from None
-            return self._nearest(found.value, draw, force, domain)
-        self._aligned[actual] = found
-        return value
-
-    def guard_resolved(self, decision: int, taken: bool) -> None:
-        """Called from the trace hook, where raising would unset it: failures wait for the next
-        decision or the end."""
-        expected = self._aligned.get(decision)
-        if expected is None or expected.taken is None or expected.taken == taken:
-            return
-        self.misaligned += 1
-        if self.failure is None and self.alignment is Alignment.HALT:
-            self.failure = Halt()
-        elif self.failure is None and self.alignment is Alignment.BYPASS:
-            self.failure = Bypass(expected.unit)
-
-    def finish(self) -> None:
-        """The end of the execution: kept decisions that never came are a misalignment too."""
-        if self.failure is not None:
-            raise self.failure
-        if self.pointer < len(self.expected) and self.alignment is not Alignment.REALIGN:
-            self.misaligned += 1
-            if self.alignment is Alignment.HALT:
-                raise Halt
-            raise Bypass(self.expected[self.pointer].unit)
-
-    def _match(self, site: Site, path: tuple[int, ...]) -> Expected | None:
-        if self.alignment is not Alignment.REALIGN:
-            if self.pointer < len(self.expected):
-                expected = self.expected[self.pointer]
-                if expected.site == site and expected.path == path:
-                    self.pointer += 1
-                    return expected
-            return None
-        positions = self._positions.get((site, path))
-        if not positions:
-            return None
-        at = bisect_left(positions, self.pointer)
-        if at == len(positions):
-            return None
-        self.pointer = positions[at] + 1  # what lies between is skipped: re-aligned
-        return self.expected[positions[at]]
-
-    def _misaligned(self, site: Site, draw: Callable[[], Any], force: Callable[[Any], Any]) -> Any:
-        self.misaligned += 1
-        if self.alignment is Alignment.HALT:
-            raise Halt
-        if self.alignment is Alignment.BYPASS:
-            unit = self.expected[self.pointer].unit if self.pointer < len(self.expected) else None
-            raise Bypass(unit)
-        # Nobody asked for this decision: re-align may take any value. A guard is turned
-        # off, so the part it starts does not grow a block nobody asked for; anything else
-        # is drawn. (Its simplest value would be no better a guess: the alternative that
-        # mattered is as likely the second as the first.)
-        skip = self.plan.skips.get(_call_site(site))
-        if skip is not None:
-            with contextlib.suppress(Infeasible):
-                return force(skip)
-        return draw()
-
-    def _nearest(
-        self,
-        value: Any,
-        draw: Callable[[], Any],
-        force: Callable[[Any], Any],
-        domain: Domain | None,
-    ) -> Any:
-        """An arbitrary value for re-align, chosen to stay close: a count stays as small as
-        allowed, a choice takes the most similar element left (else the same position)."""
-        target = value.value if isinstance(value, Pick) and value.plain else value
-        candidates: list[Any] = []
-        if type(target) is int and domain is not None:
-            if domain.kind == "int":
-                candidates.append(min(max(target, domain.low), domain.high))
-            elif domain.kind == "values" and domain.values is not None:
-                numbers = [v for v in domain.values if type(v) is int]
-                if numbers:
-                    candidates.append(min(numbers, key=lambda v: (abs(v - target), v)))
-            if isinstance(value, Pick):
-                candidates = [Pick(-1, candidate, plain=True) for candidate in candidates]
-        if isinstance(value, Pick) and (value.text is not None or value.plain):
-            candidates.append(Pick(value.index, value.value, value.plain, value.text, nearest=True))
-        if isinstance(value, Pick) and value.index >= 0:
-            candidates.append(Pick(value.index))
-        for candidate in candidates:
-            with contextlib.suppress(Infeasible):
-                return force(candidate)
-        return draw()
-
-
-@dataclass
-class Replayed:
-    """What one re-execution of a reduced trace gave: a trace, or why there is none."""
-
-    trace: Trace | None
-    removed: Edits  # the edits in the end (bypass may add regions to the request)
-    misaligned: int = 0
-    runs: int = 1
-    failure: str | None = None
-
-
-def replay(
-    factory: Callable[[], Callable[..., Any]],
-    base: Trace,
-    removed: Edits,
-    alignment: Alignment,
-    seed: int,
-) -> Replayed:
-    """Re-execute the generator along `base` with the edits `removed`, under `alignment`."""
-    labels: set[Unit] = set(removed)
-    runs = 0
-    misaligned = 0
-    while True:
-        plan = derive(base, frozenset(labels))
-        if plan is None:
-            return Replayed(None, frozenset(labels), misaligned, runs, "infeasible count")
-        aligner = Aligner(plan, alignment)
-        runs += 1
-        try:
-            trace = execute(factory, seed, aligner)
-            aligner.finish()
-        except Halt:
-            return Replayed(None, frozenset(labels), aligner.misaligned, runs, "halted")
-        except Bypass as bypass:
-            misaligned += aligner.misaligned
-            if bypass.unit is None or bypass.unit in labels:
-                return Replayed(None, frozenset(labels), misaligned, runs, "nothing to bypass")
-            labels.add(bypass.unit)
-            continue
-        except GeneratorFailed as error:
-            return Replayed(None, frozenset(labels), aligner.misaligned, runs, str(error))
-        return Replayed(trace, frozenset(labels), misaligned + aligner.misaligned, runs)
-
-
-# -- loading a generator ----------------------------------------------------------------
-
-DEFAULT_ENTRIES = ("generate", "main", "gen")
-
-
-@dataclass(frozen=True)
-class TargetSpec:
-    """Where the generator is: a Python file, or an importable module; and its entry function."""
-
-    kind: str  # "file" or "module"
-    location: str  # absolute path, or dotted module name
-    entry: str | None = None
-    cwd: str = "."
-
-
-class Target:
-    """A generator loaded for repeated runs: compiled once, executed afresh for every run.
-
-    A fresh module per run means module-level state (counters, caches) starts
-    over each time, so every run depends on its decisions alone; compiling once
-    keeps the code objects, and with them the bytecode analysis, shared.
-    """
-
-    def __init__(self, spec: TargetSpec) -> None:
-        self.spec = spec
-        if spec.kind == "file":
-            path = Path(spec.location)
-            try:
-                source = path.read_bytes()
-            except OSError as error:
-                raise GeneratorFailed(f"cannot read {path}: {error.strerror}") from None
-            self._name = "__gitreduce_generator__"
-            self._file = str(path)
-            self._package: str | None = None
-            self._spec = None
-            directory = str(path.parent)
-            if directory not in sys.path:
-                sys.path.insert(0, directory)
-        else:
-            if spec.cwd not in sys.path:
-                sys.path.insert(0, spec.cwd)
-            try:
-                found = importlib.util.find_spec(spec.location)
-            except (ImportError, ValueError) as error:
-                raise GeneratorFailed(f"cannot import {spec.location}: {error}") from None
-            if found is None or found.loader is None or not hasattr(found.loader, "get_code"):
-                raise GeneratorFailed(f"no module named {spec.location!r}")
-            self._name = spec.location
-            self._file = found.origin or spec.location
-            self._package = found.parent
-            self._spec = found
-            source = None
-        try:
-            if source is not None:
-                self._code = compile(source, self._file, "exec")
-            else:
-                self._code = found.loader.get_code(spec.location)  # type: ignore[union-attr]
-        except SyntaxError as error:
-            raise GeneratorFailed(
-                f"{Path(self._file).name}:{error.lineno}: syntax error: {error.msg}"
-            ) from None
-        if self._code is None:
-            raise GeneratorFailed(f"{spec.location} has no Python code to run")
-
-    def load(self) -> Callable[..., Any]:
-        """A fresh module's entry function."""
-        module = types.ModuleType(self._name)
-        module.__file__ = self._file
-        if self._spec is not None:
-            module.__spec__ = self._spec
-            module.__package__ = self._package
-        sys.modules[self._name] = module
-        try:
-            exec(self._code, module.__dict__)
-        except GeneratorFailed:
-            raise
-        except Exception as error:
-            raise GeneratorFailed(describe_exception(error)) from None
-        name = self.spec.entry
-        if name is None:
-            name = next((n for n in DEFAULT_ENTRIES if callable(module.__dict__.get(n))), None)
-            if name is None:
-                raise GeneratorFailed(
-                    f"{Path(self._file).name} has none of the functions "
-                    f"{', '.join(DEFAULT_ENTRIES)}; name the entry function with --entry"
-                )
-        entry = module.__dict__.get(name)
-        if not callable(entry):
-            functions = sorted(
-                key
-                for key, value in module.__dict__.items()
-                if isinstance(value, types.FunctionType) and not key.startswith("_")
-            )
-            raise GeneratorFailed(
-                f"{Path(self._file).name} has no function {name!r}"
-                + (f" (functions: {', '.join(functions[:8])})" if functions else "")
-            )
-        return entry
-
-
-# -- the worker process -----------------------------------------------------------------
-
-_HEADER = struct.Struct(">Q")
-
-
-def send(stream: IO[bytes], message: object) -> None:
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
-    stream.flush()
-
-
-def receive(stream: IO[bytes]) -> object | None:
-    header = _read_exactly(stream, _HEADER.size)
-    if header is None:
-        return None
-    (size,) = _HEADER.unpack(header)
-    data = _read_exactly(stream, size)
-    return None if data is None else pickle.loads(data)
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
-    chunks, remaining = [], size
-    while remaining:
-        chunk = stream.read(remaining)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
-
-
-def serve(read_fd: int, write_fd: int) -> None:
-    """The worker loop: load a generator, then record and replay on request until EOF.
-
-    Base traces are cached by id, so a batch of candidates over one base sends
-    the base once per worker.
-    """
-    reader = os.fdopen(read_fd, "rb")
-    writer = os.fdopen(write_fd, "wb")
-    target: Target | None = None
-    bases: OrderedDict[int, Trace] = OrderedDict()
-    while True:
-        message = receive(reader)
-        if message is None:
-            return
-        assert isinstance(message, tuple)
-        kind = message[0]
-        try:
-            if kind == "load":
-                target = Target(message[1])
-                target.load()
-                reply: tuple[Any, ...] = ("ok",)
-            elif kind == "record":
-                assert target is not None
-                reply = ("trace", execute(target.load, message[1]))
-            elif kind == "replay":
-                assert target is not None
-                _, base_id, base, removed, alignment, seed = message
-                if base is not None:
-                    bases[base_id] = base
-                    while len(bases) > 4:
-                        bases.popitem(last=False)
-                if base_id not in bases:
-                    reply = ("missing",)
-                else:
-                    bases.move_to_end(base_id)
-                    reply = (
-                        "replayed",
-                        replay(target.load, bases[base_id], removed, Alignment(alignment), seed),
-                    )
-            else:
-                reply = ("error", f"unknown request {kind!r}")
-        except GeneratorFailed as error:
-            reply = ("failed", str(error))
-        except RecursionError:
-            reply = ("failed", "the generator raised RecursionError")
-        except Exception as error:  # a bug on our side: report, keep serving
-            reply = ("error", f"{type(error).__name__}: {error}")
-        send(writer, reply)
