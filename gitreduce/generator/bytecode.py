@@ -71,7 +71,9 @@ class CodeInfo:
                 offset = instructions[start].offset
                 self.loops.append((offset, instruction.argval))
                 if code.co_name in _COMPREHENSIONS:
-                    lines = {line for _, _, line in code.co_lines() if line is not None}
+                    lines: set[int | None] = {
+                        line for _, _, line in code.co_lines() if line is not None
+                    }
                 else:
                     header = [instruction]
                     if start > 0 and instructions[start - 1].opname == "GET_ITER":

@@ -286,16 +286,16 @@ def derive(trace: Trace, removed: Edits) -> Plan | None:
     ordinal: dict[int, int] = {}
     paths: list[tuple[int, ...]] = []
     unit_of: list[int | None] = []
-    for region in regions:
-        parent_path = paths[region.parent] if region.parent != ROOT else ()
-        parent_unit = unit_of[region.parent] if region.parent != ROOT else None
-        if region.kind == "iteration" and not gone[region.id] and not elided[region.id]:
-            ordinal[region.parent] = ordinal.get(region.parent, 0) + 1
-            paths.append((*parent_path, ordinal[region.parent]))
+    for node in regions:
+        parent_path = paths[node.parent] if node.parent != ROOT else ()
+        parent_unit = unit_of[node.parent] if node.parent != ROOT else None
+        if node.kind == "iteration" and not gone[node.id] and not elided[node.id]:
+            ordinal[node.parent] = ordinal.get(node.parent, 0) + 1
+            paths.append((*parent_path, ordinal[node.parent]))
         else:
             paths.append(parent_path)
-        own = region.id in units and not elided[region.id]
-        unit_of.append(region.id if own else parent_unit)
+        own = node.id in units and not elided[node.id]
+        unit_of.append(node.id if own else parent_unit)
     counts = trace.counts()
     blocks = trace.blocks()
     offs = off_values(trace)

@@ -256,7 +256,7 @@ class RecordingRandom(random.Random):
             lambda: Domain("int", 0, (1 << k) - 1),
         )
 
-    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:  # type: ignore[override]
+    def randrange(self, start: int, stop: int | None = None, step: int = 1) -> int:
         def values() -> range:
             return range(start) if stop is None else range(start, stop, step)
 
@@ -327,7 +327,7 @@ class RecordingRandom(random.Random):
 
     # Sequences: the element is looked up again in the sequence given this time.
 
-    def choice(self, seq: Sequence[Any]) -> Any:
+    def choice(self, seq: Sequence[Any]) -> Any:  # type: ignore[override]
         if not len(seq):
             raise IndexError("Cannot choose from an empty sequence")
         return self._decide(
@@ -338,7 +338,7 @@ class RecordingRandom(random.Random):
             lambda: _sequence_domain(seq),
         )
 
-    def choices(
+    def choices(  # type: ignore[override]
         self,
         population: Sequence[Any],
         weights: Sequence[float] | None = None,
@@ -403,7 +403,7 @@ class RecordingRandom(random.Random):
     def lognormvariate(self, mu: float, sigma: float) -> float:
         return self._float("lognormvariate", random.Random.lognormvariate, mu, sigma)
 
-    def expovariate(self, lambd: float) -> float:  # type: ignore[override]
+    def expovariate(self, lambd: float) -> float:
         return self._float("expovariate", random.Random.expovariate, lambd)
 
     def vonmisesvariate(self, mu: float, kappa: float) -> float:
