@@ -1,7 +1,7 @@
 """Trace reduction: which iterations and blocks to remove, calls to hoist, values to simplify.
 
 The reducible parts of a trace (the iterations of a loop whose count is a
-decision, the block a random guard let run; see trace.py) nest: a statement
+decision, the block a random guard let run; see recorder.py) nest: a statement
 loop inside a function loop inside a program. Two searches, as in the paper:
 
 - tree-based: HDD over that nesting, ddmin over the parts at one depth, then
@@ -34,21 +34,11 @@ re-execution, whose parts are what the next run works on.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from gitreduce.core.ddmin import ddmin
-from gitreduce.generator.replay import (
-    Alignment,
-    Edits,
-    Unit,
-    canonical,
-    hoists,
-    removable,
-    replay,
-    simplifiable,
-)
-from gitreduce.generator.trace import ROOT, Trace, execute
+from gitreduce.generator.plan import Edits, Unit, hoists, removable, simplifiable
+from gitreduce.generator.trace import ROOT, Trace
 
 Strategy = Literal["tree", "sequence"]
 MAX_ROUNDS = 16
@@ -156,97 +146,3 @@ def _simplify(searcher: Searcher) -> bool:
     base = searcher.current
     units = simplifiable(base)
     return bool(units) and _ddmin_parts(searcher, base, units)
-
-
-# -- in-process reduction ---------------------------------------------------------------
-
-
-@dataclass
-class LocalResult:
-    """What an in-process reduction did."""
-
-    output: bytes
-    trace: Trace
-    original: Trace
-    tests: int = 0  # predicate calls
-    runs: int = 0  # generator executions, the original included
-    failures: dict[str, int] = field(default_factory=dict)
-
-
-class LocalSearcher:
-    """Re-executes in this process and asks a Python predicate: for tests and library use.
-
-    No timeouts and no isolation: a generator that loops forever hangs it.
-    The session runs generators in killable workers instead.
-    """
-
-    def __init__(
-        self,
-        factory: Callable[[], Callable[..., Any]],
-        seed: int,
-        original: Trace,
-        interesting: Callable[[bytes], bool],
-        alignment: Alignment,
-    ) -> None:
-        self._factory = factory
-        self._seed = seed
-        self._interesting = interesting
-        self._alignment = alignment
-        self._best = original
-        self._verdicts: dict[bytes, bool] = {}
-        self._seen: set[tuple[int, Edits]] = set()
-        # Keyed by id, so every base must outlive the search: a collected base's id
-        # could come back for a new trace and skip candidates never tried.
-        self._bases: dict[int, Trace] = {}
-        self.result = LocalResult(original.output, original, original, runs=1)
-
-    @property
-    def current(self) -> Trace:
-        return self._best
-
-    def first_success(self, base: Trace, removals: Sequence[Edits]) -> int | None:
-        for index, removed in enumerate(removals):
-            self._bases[id(base)] = base
-            key = (id(base), canonical(base, removed))
-            if key in self._seen:
-                continue
-            self._seen.add(key)
-            replayed = replay(self._factory, base, removed, self._alignment, self._seed)
-            self.result.runs += replayed.runs
-            if replayed.trace is None:
-                reason = replayed.failure or "failed"
-                self.result.failures[reason] = self.result.failures.get(reason, 0) + 1
-                continue
-            output = replayed.trace.output
-            if len(output) >= len(self._best.output):
-                continue
-            verdict = self._verdicts.get(output)
-            if verdict is None:
-                self.result.tests += 1
-                verdict = self._verdicts[output] = self._interesting(output)
-            if verdict:
-                self._best = replayed.trace
-                self.result.output, self.result.trace = output, replayed.trace
-                return index
-        return None
-
-
-def reduce_in_process(
-    entry: Callable[..., Any],
-    seed: int,
-    interesting: Callable[[bytes], bool],
-    *,
-    strategy: Strategy = "tree",
-    alignment: Alignment = Alignment.REALIGN,
-) -> LocalResult:
-    """GReduce on a Python entry function with a Python predicate, all in this process."""
-
-    def factory() -> Callable[..., Any]:
-        return entry
-
-    original = execute(factory, seed)
-    if not interesting(original.output):
-        raise ValueError("the original output is not interesting")
-    searcher = LocalSearcher(factory, seed, original, interesting, alignment)
-    reduce_trace(searcher, strategy)
-    return searcher.result

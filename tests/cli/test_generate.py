@@ -24,8 +24,10 @@ from typer.testing import CliRunner
 from gitreduce.cli.generate import app
 from gitreduce.core.engine import Engine, blob_id
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.generator.replay import Alignment, Replayed, removable, replay
-from gitreduce.generator.trace import Trace, execute
+from gitreduce.generator.plan import removable
+from gitreduce.generator.recorder import execute
+from gitreduce.generator.replay import Alignment, Replayed, replay
+from gitreduce.generator.trace import Trace
 from gitreduce.sessions.generate import GenerateSettings, TraceSearcher
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "generator"

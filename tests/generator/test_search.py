@@ -9,11 +9,13 @@ import re
 from string import ascii_lowercase
 
 import pytest
+from generator_support import reduce_in_process
 
-from gitreduce.generator import search as reduce_module
-from gitreduce.generator.replay import Alignment, removable
-from gitreduce.generator.search import depths, reduce_in_process
-from gitreduce.generator.trace import execute
+from gitreduce.generator import search as search_module
+from gitreduce.generator.plan import removable
+from gitreduce.generator.recorder import execute
+from gitreduce.generator.replay import Alignment
+from gitreduce.generator.search import depths
 
 ALL = list(Alignment)
 STRATEGIES = ["tree", "sequence"]
@@ -183,7 +185,7 @@ def test_hoisting_reaches_a_leaf_deep_in_a_recursive_generator(
     assert result.output == b"7"
     assert len(result.trace.decisions) == 2  # the guard that made it a leaf, the digit
     assert result.tests <= 12
-    monkeypatch.setattr(reduce_module, "hoists", lambda trace: [])
+    monkeypatch.setattr(search_module, "hoists", lambda trace: [])
     without = reduce_in_process(
         arith_entry, ARITH_SEED, lambda text: b"7" in text, strategy=strategy
     )

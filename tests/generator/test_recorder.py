@@ -4,35 +4,14 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable
 from string import ascii_lowercase
-from typing import Any
 
 import pytest
+from generator_support import loops, record
 
-from gitreduce.generator.trace import (
-    ROOT,
-    GeneratorFailed,
-    Pick,
-    RecordingRandom,
-    Trace,
-    execute,
-    plain_int,
-)
-
-
-def run(entry: Callable[..., Any], seed: int) -> Trace:
-    return execute(lambda: entry, seed)
-
-
-def loops(trace: Trace) -> list[tuple[int | None, int]]:
-    """(count decision, iterations) per loop region, in order."""
-    found = []
-    for region in trace.regions:
-        if region.kind == "loop":
-            iterations = [r for r in trace.regions if r.parent == region.id]
-            found.append((region.init, len(iterations)))
-    return found
+from gitreduce.generator.random_source import RecordingRandom, plain_int
+from gitreduce.generator.recorder import GeneratorFailed
+from gitreduce.generator.trace import ROOT
 
 
 def listing1(seed: int = 26524) -> str:
@@ -47,7 +26,7 @@ def listing1(seed: int = 26524) -> str:
 
 
 def test_listing1_records_the_papers_trace() -> None:
-    trace = run(listing1, 26524)
+    trace = record(listing1, 26524)
     assert trace.output == b"abc\nabc\n"
     assert [d.api for d in trace.decisions] == ["choice"] * 4
     assert [plain_int("choice", trace.decisions[0].value)] == [3]
@@ -58,32 +37,9 @@ def test_listing1_records_the_papers_trace() -> None:
     assert [trace.decisions[i].region for i in (1, 2, 3)] == [r.id for r in iterations]
 
 
-def test_recording_does_not_change_the_stream() -> None:
-    def entry(rng: random.Random) -> str:
-        items = list(range(10))
-        rng.shuffle(items)
-        values = [
-            rng.random(),
-            rng.randint(1, 6),
-            rng.randrange(0, 100, 7),
-            rng.choice("xyz"),
-            rng.choices("ab", k=3),
-            rng.sample(range(50), 4),
-            rng.uniform(2, 3),
-            rng.gauss(0, 1),
-            rng.getrandbits(12),
-            rng.randbytes(3),
-            items,
-        ]
-        return repr(values)
-
-    for seed in (1, 2, 3):
-        assert run(entry, seed).output == entry(random.Random(seed)).encode()
-
-
 def test_the_module_functions_are_restored() -> None:
     before = random.choice
-    run(listing1, 1)
+    record(listing1, 1)
     assert random.choice is before
     state = random.getstate()
     random.seed(5)
@@ -102,7 +58,7 @@ def test_a_loop_count_in_the_for_line_and_in_a_comprehension() -> None:
         joined = ",".join(str(rng.random() < 0.5) for _ in range(rng.randint(1, 3)))
         return " ".join(words + numbers) + joined
 
-    trace = run(entry, 7)
+    trace = record(entry, 7)
     counted = [(init, n) for init, n in loops(trace) if init is not None]
     assert len(counted) == 3
     for init, iterations in counted:
@@ -116,26 +72,8 @@ def test_a_loop_over_data_is_not_reducible() -> None:
         names = ["a", "b"]
         return "".join(name + rng.choice("xy") for name in names)  # ...of a loop over data
 
-    trace = run(entry, 1)
+    trace = record(entry, 1)
     assert [init for init, _ in loops(trace)] == [None]
-
-
-def test_a_long_loop_body_still_has_iterations() -> None:
-    # Enough code in the body that FOR_ITER needs an EXTENDED_ARG prefix: the back jump
-    # lands on the prefix, which must count as the loop's header, not as leaving it.
-    body = "\n".join(f"        x{i} = rng.random() if i > {i} else {i}" for i in range(40))
-    source = (
-        "def entry(rng):\n"
-        "    out = []\n"
-        "    for i in range(rng.randint(3, 3)):\n"
-        f"{body}\n"
-        "        out.append(rng.choice('ab'))\n"
-        "    return ''.join(out)\n"
-    )
-    namespace: dict[str, Any] = {}
-    exec(compile(source, "<long-loop>", "exec"), namespace)
-    trace = run(namespace["entry"], 1)
-    assert loops(trace) == [(0, 3)]
 
 
 def test_guards_record_whether_their_block_ran() -> None:
@@ -146,7 +84,7 @@ def test_guards_record_whether_their_block_ran() -> None:
                 out.append(rng.choice("xy"))
         return "".join(out)
 
-    trace = run(entry, 3)
+    trace = record(entry, 3)
     guards = [i for i, d in enumerate(trace.decisions) if d.api == "random"]
     assert set(trace.guards) == set(guards)
     blocks = {r.init: r for r in trace.regions if r.kind == "block"}
@@ -158,26 +96,6 @@ def test_guards_record_whether_their_block_ran() -> None:
             assert inside == [index + 1]
 
 
-def test_guard_forms() -> None:
-    def entry(rng: random.Random) -> str:
-        if rng.choice([False, True]):  # noqa: SIM108 -- the statement form is what is tested
-            head = "T"
-        else:
-            head = "F"
-        value = rng.choice("ab") if rng.random() < 0.9 else "-"
-        if rng.getrandbits(1):
-            return head + value + "!"
-        return head + value
-
-    for seed in range(6):
-        trace = run(entry, seed)
-        assert len(trace.guards) == 3
-        text = trace.output.decode()
-        first = trace.decisions[0].value
-        assert isinstance(first, Pick)
-        assert trace.guards[0] == first.value == (text[0] == "T")
-
-
 def test_a_while_test_nests_one_block_per_iteration() -> None:
     def entry(rng: random.Random) -> str:
         out = "a"
@@ -186,7 +104,7 @@ def test_a_while_test_nests_one_block_per_iteration() -> None:
         return out
 
     seed = next(s for s in range(50) if len(entry(random.Random(s))) >= 4)
-    trace = run(entry, seed)
+    trace = record(entry, seed)
     blocks = [r for r in trace.regions if r.kind == "block"]
     assert len(blocks) == len(trace.output) - 1
     for outer, inner in itertools.pairwise(blocks):
@@ -200,7 +118,7 @@ def test_regions_follow_calls() -> None:
     def entry(rng: random.Random) -> str:
         return ",".join(item(rng) for _ in range(rng.randint(2, 4)))
 
-    trace = run(entry, 2)
+    trace = record(entry, 2)
     (loop,) = [r for r in trace.regions if r.kind == "loop"]
     for index, decision in enumerate(trace.decisions):
         if index == loop.init:
@@ -222,10 +140,10 @@ def test_calling_conventions() -> None:
     def needs_more(rng: random.Random, count: int) -> str:
         return ""
 
-    assert run(takes_seed, 42).output == b"42"
-    assert run(takes_nothing, 1).output == str(random.Random(1).randint(0, 9)).encode()
+    assert record(takes_seed, 42).output == b"42"
+    assert record(takes_nothing, 1).output == str(random.Random(1).randint(0, 9)).encode()
     with pytest.raises(GeneratorFailed, match="needs an argument for 'count'"):
-        run(needs_more, 1)
+        record(needs_more, 1)
 
 
 def test_printed_output_and_failures() -> None:
@@ -238,8 +156,31 @@ def test_printed_output_and_failures() -> None:
     def raises(rng: random.Random) -> str:
         return str(1 // (rng.randint(0, 0)))
 
-    assert run(prints, 1).output == b"hello 1\n"
+    assert record(prints, 1).output == b"hello 1\n"
     with pytest.raises(GeneratorFailed, match="returned a list"):
-        run(returns_a_list, 1)
+        record(returns_a_list, 1)
     with pytest.raises(GeneratorFailed, match=r"raised ZeroDivisionError: .*in raises"):
-        run(raises, 1)
+        record(raises, 1)
+
+
+def arith(rng: random.Random, depth: int = 0) -> str:
+    """Binary trees over digits; below depth 3 a leaf asks for no guard at all."""
+    if depth < 3 and rng.random() < 0.6:
+        return f"({arith(rng, depth + 1)}{rng.choice('+-*')}{arith(rng, depth + 1)})"
+    return str(rng.randint(0, 9))
+
+
+def arith_entry(rng: random.Random) -> str:
+    return arith(rng)
+
+
+def test_calls_are_recorded_with_their_nesting() -> None:
+    base = record(arith_entry, 7)
+    calls = [call for call in base.calls if call.code[1] == "arith"]
+    root = calls[0]
+    assert base.calls[root.parent].code[1] == "arith_entry"
+    assert (root.first, root.last) == (0, len(base.decisions))
+    for call in calls[1:]:
+        parent = base.calls[call.parent]
+        assert parent.code[1] == "arith" and call.depth == parent.depth + 1
+        assert parent.first <= call.first <= call.last <= parent.last
