@@ -1,10 +1,12 @@
-"""Shared helpers: in-process reductions with plain predicates, and tree-sitter queries."""
+"""Shared helpers: in-process reductions with plain predicates, tree-sitter queries, and
+test scripts on disk."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import tree_sitter
 
@@ -116,3 +118,10 @@ def calls(language: str, name: bytes) -> Predicate:
         return False
 
     return predicate
+
+
+def script(path: Path, body: str, executable: bool = True) -> Path:
+    """A shell script at `path` running `body`, executable unless told otherwise."""
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755 if executable else 0o644)
+    return path

@@ -28,7 +28,8 @@ from gitreduce.git.verdicts import (
     result_message,
     write_patch,
 )
-from gitreduce.oracle.runner import TestSpec, calibrate
+from gitreduce.oracle.calibration import calibrate
+from gitreduce.oracle.spec import TestSpec
 
 
 @dataclass

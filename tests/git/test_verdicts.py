@@ -32,7 +32,8 @@ from gitreduce.git.verdicts import (
     result_message,
     write_patch,
 )
-from gitreduce.oracle.runner import Oracle, TestSpec
+from gitreduce.oracle.runner import Oracle
+from gitreduce.oracle.spec import TestSpec
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 FINGERPRINT = hashlib.sha1(b"test fingerprint").hexdigest()
