@@ -1,7 +1,7 @@
 """Generator mode against syntax-guided reduction on the shipped C generator fixture.
 
 Issue 6's acceptance figure: for seeds whose program shows the bug, the size
-(tokens, counted by the shared tokens.py) of `git reduce generate gen_c.py
+(tokens, counted by benchmarks/tools/tokens.py) of `git reduce generate gen_c.py
 --seed N` against that of `git reduce generated.c` on the program the same
 seed generates, with the tests each ran. Generator mode runs twice: with
 `--no-polish` (the paper's GReduce alone: an input the generator writes) and
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "fixtures" / "generator"
 GEN_C = FIXTURE / "gen_c.py"
 TEST_SH = FIXTURE / "test.sh"
-TOKENS = ROOT.parent / "shared" / "bench" / "tools" / "tokens.py"
+TOKENS = ROOT / "benchmarks" / "tools" / "tokens.py"
 CLI = "import sys; from gitreduce.cli.app import main; sys.exit(main())"
 
 

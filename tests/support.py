@@ -1,5 +1,6 @@
 """Shared helpers: in-process reductions with plain predicates, tree-sitter queries, and
-scratch git repositories with verdict caches for the git layer's tests."""
+test scripts on disk, and scratch git repositories with verdict caches for the git layer's
+tests."""
 
 from __future__ import annotations
 
@@ -123,6 +124,13 @@ def calls(language: str, name: bytes) -> Predicate:
         return False
 
     return predicate
+
+
+def script(path: Path, body: str, executable: bool = True) -> Path:
+    """A shell script at `path` running `body`, executable unless told otherwise."""
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755 if executable else 0o644)
+    return path
 
 
 # -- scratch git repositories and verdict caches ----------------------------------------

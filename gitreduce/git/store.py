@@ -22,7 +22,8 @@ from gitreduce.git.layout import open_cache_repository
 from gitreduce.git.results import record_result, result_branch_name, result_message, write_patch
 from gitreduce.git.revisions import to_repo_path
 from gitreduce.git.verdicts import CacheError, GitVerdictCache
-from gitreduce.oracle.runner import TestSpec, calibrate
+from gitreduce.oracle.calibration import calibrate
+from gitreduce.oracle.spec import TestSpec
 
 
 @dataclass

@@ -3,13 +3,11 @@
 This is the only place that spawns the user's test. Everything a reduction
 learns about a candidate comes from here, so the edge cases live here too:
 scratch directories per parallel worker, timeouts that kill whole process
-groups, prompt shutdown on interruption, and turning an unusable test into a
-one-line `UserError` before a reduction starts.
+groups, and prompt shutdown on interruption. What decides a verdict lives in
+`spec`; checking the test on the originals before a reduction, in `calibration`.
 """
 
 import contextlib
-import hashlib
-import json
 import math
 import os
 import re
@@ -23,18 +21,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Literal
+from typing import IO
 
-from gitreduce.core.errors import MisclassifiedOriginal, UserError
+from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.oracle.signature import (
-    SIGNATURE_VERSION,
-    extract_signature,
-    signature_matches,
-)
+from gitreduce.oracle.signature import extract_signature
+from gitreduce.oracle.spec import TestSpec, anchored
 
 # Long enough for any sane test on the original input; calibration replaces it.
 PROVISIONAL_TIMEOUT = 300.0
@@ -43,10 +37,6 @@ PROVISIONAL_TIMEOUT = 300.0
 # traceback's last line or a sanitizer report after a long program output.
 _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 16 * 1024
-
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
-_PLAIN_WORD = re.compile(r"[\w./+@%,:-]+")
-_INTERPRETER = re.compile(r"(?:ba|da|k|z)?sh|python[\d.]*|perl|ruby|node")
 _PLACEHOLDER = re.compile(r"""(['"]?)\{\}\1""")
 
 
@@ -56,66 +46,6 @@ class OracleClosed(Exception):
     A run cut short by close() says nothing about its candidate, so it must not
     come back as a verdict that a cache could store.
     """
-
-
-@dataclass(frozen=True)
-class TestSpec:
-    """Everything that decides how a candidate is tested, and hence keys cached verdicts.
-
-    `command` runs under `/bin/sh -c` with the scratch dir as cwd; `{}` (bare
-    or quoted) becomes the quoted candidate path. Because the scratch dir is
-    not where the user typed the command, a relative test script path such as
-    `./test.sh` (the first word, or the script argument of an interpreter like
-    `python3 check.py`) is resolved against the directory gitreduce runs in.
-    """
-
-    __test__ = False  # not a pytest test class, despite the name
-
-    command: str
-    relative_path: str
-    polarity: Literal["bisect", "interesting"] = "bisect"
-    timeout: float | None = None
-    signature_regex: str | None = None
-    any_failure: bool = False
-    env: Mapping[str, str] | None = None
-
-    def with_file_argument(self) -> "TestSpec | None":
-        """This test with the candidate's path as its last argument; None if the command
-        already places it with `{}`."""
-        if "{}" in self.command:
-            return None
-        return replace(self, command=f"{self.command} {{}}")
-
-    def fingerprint(self) -> str:
-        """Hex sha1 of all that can change a verdict, including the test scripts' bytes.
-
-        Editing the test script must invalidate cached verdicts even when the
-        command line stays the same. A timeout derived by `calibrate` varies
-        from run to run, so a cache that must survive reruns keys on the spec
-        as the user gave it.
-        """
-        digest = hashlib.sha1()
-        record = {
-            "command": self.command,
-            "relative_path": self.relative_path,
-            "polarity": self.polarity,
-            "timeout": self.timeout,
-            "signature_regex": self.signature_regex,
-            "any_failure": self.any_failure,
-            "env": sorted((self.env or {}).items()),
-            "signature_version": SIGNATURE_VERSION,
-        }
-        digest.update(json.dumps(record, sort_keys=True).encode())
-        for path in _named_files(self.command, self.relative_path):
-            with open(path, "rb") as script:
-                digest.update(b"\0" + hashlib.file_digest(script, "sha1").digest())
-        return digest.hexdigest()
-
-    def is_interesting(self, original: Outcome, outcome: Outcome) -> bool:
-        """Whether `outcome` shows the same failure as `original` (no slippage)."""
-        return outcome.verdict is Verdict.BAD and (
-            self.any_failure or signature_matches(original.signature, outcome.signature)
-        )
 
 
 @dataclass(frozen=True)
@@ -148,7 +78,7 @@ class Oracle:
         self.spec = spec
         self.timeout = spec.timeout if spec.timeout is not None else PROVISIONAL_TIMEOUT
         self._regex = _compile_signature(spec.signature_regex)
-        command = _anchored(spec.command, spec.relative_path, Path.cwd())
+        command = anchored(spec.command, spec.relative_path, Path.cwd())
         environment = {**os.environ, **(spec.env or {})}
         self._root = Path(tempfile.mkdtemp(prefix="gitreduce-", dir=scratch_root)).resolve()
         self._slots = [
@@ -184,7 +114,7 @@ class Oracle:
 
     def run(self, content: bytes) -> Outcome:
         """Classify one candidate; raises `OracleClosed` if the oracle is or gets closed."""
-        return self._execute(content)[0]
+        return self.run_with_output(content)[0]
 
     def close(self) -> None:
         """Kill all running tests with their process groups, then delete the scratch root."""
@@ -205,7 +135,7 @@ class Oracle:
                 process.wait(timeout=2.0)
         _remove_tree(self._root)
 
-    def _execute(self, content: bytes) -> tuple[Outcome, str]:
+    def run_with_output(self, content: bytes) -> tuple[Outcome, str]:
         """Like run(), also returning the captured output (for calibration messages)."""
         slot = self._acquire()
         try:
@@ -317,64 +247,6 @@ class Oracle:
         return f"exit {code}" if line is None else f"exit {code}: {line}"
 
 
-def calibrate(
-    spec: TestSpec, content: bytes, expect: Verdict, jobs: int = 1
-) -> tuple[TestSpec, Outcome]:
-    """Check that the test classifies the original input as `expect`, reliably.
-
-    Runs the test on `content` twice (at the same time when `jobs` >= 2, which
-    also exposes tests that trip over their own parallel copies). Returns the
-    spec with its timeout set (kept if given, else ten times the slower run,
-    at least one second) and the first outcome, whose signature is the one
-    every candidate must reproduce. Raises `UserError` when the test cannot
-    serve as an oracle.
-    """
-    _require_executable(spec.command)
-    provisional = replace(spec, timeout=spec.timeout or PROVISIONAL_TIMEOUT)
-    with Oracle(provisional, jobs=min(jobs, 2)) as oracle:
-        if jobs >= 2:
-            pool = ThreadPoolExecutor(2)
-            try:
-                (first, output), (second, _) = pool.map(oracle._execute, [content, content])
-            except BaseException:
-                oracle.close()  # Ctrl-C: kill the tests now, not after they finish
-                raise
-            finally:
-                pool.shutdown(wait=False)
-            _require_runnable(spec, first, output, oracle.timeout)
-        else:
-            first, output = oracle._execute(content)
-            _require_runnable(spec, first, output, oracle.timeout)
-            second, _ = oracle._execute(content)
-    if first.verdict is not second.verdict:
-        raise UserError(
-            f"flaky test: the original input was classified {first.verdict.value} then "
-            f"{second.verdict.value}; make the test deterministic"
-        )
-    if not spec.any_failure and first.signature != second.signature:
-        raise UserError(
-            f"flaky test: the original input failed as {first.signature!r} then as "
-            f"{second.signature!r}; make the test deterministic, or pass a signature "
-            "pattern or --any-failure"
-        )
-    if first.verdict is not expect:
-        excerpt = _last_line(output)
-        wanted = expect.value
-        if spec.polarity == "interesting" and expect is Verdict.BAD:
-            wanted = "interesting"
-        raise MisclassifiedOriginal(
-            f"the original input is not {wanted} under the test ({_describe(first)})"
-            + (f": {excerpt}" if excerpt else "")
-        )
-    if expect is Verdict.BAD and spec.signature_regex is not None and first.signature is None:
-        raise UserError(
-            f"the signature pattern {spec.signature_regex!r} matches nothing in the test's "
-            "output on the original input"
-        )
-    timeout = spec.timeout or max(1.0, float(math.ceil(10 * max(first.seconds, second.seconds))))
-    return replace(spec, timeout=timeout), first
-
-
 def _compile_signature(pattern: str | None) -> re.Pattern[str] | None:
     """Multiline, so that `^` and `$` anchor at the output's lines as users expect."""
     if pattern is None:
@@ -383,46 +255,6 @@ def _compile_signature(pattern: str | None) -> re.Pattern[str] | None:
         return re.compile(pattern, re.MULTILINE)
     except re.error as error:
         raise UserError(f"invalid signature pattern {pattern!r}: {error}") from None
-
-
-def _require_executable(command: str) -> None:
-    word = _first_word(command)
-    if word is not None and "/" in word:
-        path = Path(word).expanduser()
-        if path.is_file() and not os.access(path, os.X_OK):
-            raise UserError(f"test script {word} is not executable (chmod +x {word})")
-
-
-def _require_runnable(spec: TestSpec, outcome: Outcome, output: str, timeout: float) -> None:
-    if outcome.verdict is Verdict.TIMEOUT:
-        raise UserError(f"the test timed out on the original after {timeout:g} s")
-    cannot_run = {127: ("not found",), 126: ("permission denied", "cannot execute")}
-    markers = cannot_run.get(outcome.exit_code or 0)
-    lowered = output.lower()
-    if markers is not None and any(marker in lowered for marker in markers):
-        word = _first_word(spec.command)
-        hint = ""
-        if word is not None and "/" not in word and Path(word).is_file():
-            hint = f" (to run the file in the current directory, write ./{word})"
-        raise UserError(
-            f"the test command could not run (exit {outcome.exit_code}): {_last_line(output)}{hint}"
-        )
-
-
-def _describe(outcome: Outcome) -> str:
-    if outcome.exit_code is not None and outcome.exit_code < 0:
-        try:
-            return f"killed by {signal.Signals(-outcome.exit_code).name}"
-        except ValueError:
-            return f"killed by signal {-outcome.exit_code}"
-    return f"exit {outcome.exit_code}"
-
-
-def _last_line(output: str, limit: int = 200) -> str:
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    if not lines:
-        return ""
-    return lines[-1] if len(lines[-1]) <= limit else lines[-1][: limit - 3] + "..."
 
 
 def _classify(polarity: str, code: int) -> Verdict:
@@ -436,57 +268,6 @@ def _classify(polarity: str, code: int) -> Verdict:
     if 1 <= code <= 127:
         return Verdict.BAD
     return Verdict.BROKEN  # >= 128, or negative: killed by a signal
-
-
-def _words(command: str) -> list[str]:
-    try:
-        return shlex.split(command)
-    except ValueError:  # unbalanced quotes: sh will complain, we only look
-        return command.split()
-
-
-def _first_word(command: str) -> str | None:
-    return next((word for word in _words(command) if not _ASSIGNMENT.match(word)), None)
-
-
-def _named_files(command: str, relative_path: str) -> list[Path]:
-    """Existing files the command names, except the candidate (which lives in the scratch dir)."""
-    files: dict[Path, None] = {}
-    for word in _words(command):
-        if "{}" in word or word == relative_path:
-            continue
-        path = Path(word).expanduser()
-        if path.is_file():
-            files[path.resolve()] = None
-    return list(files)
-
-
-def _anchored(command: str, relative_path: str, base: Path) -> str:
-    """The command with a relative test script path made absolute.
-
-    Only the script word is touched: other relative words may well name files
-    the test creates in the scratch dir (`./a.out`), or the candidate itself.
-    """
-    words = list(re.finditer(r"\S+", command))
-    index = next((i for i, m in enumerate(words) if not _ASSIGNMENT.match(m.group())), None)
-    if index is None:
-        return command
-    targets = [words[index]] if "/" in words[index].group() else []
-    if _INTERPRETER.fullmatch(os.path.basename(words[index].group())):
-        script = next((m for m in words[index + 1 :] if not m.group().startswith("-")), None)
-        if script is not None:
-            targets.append(script)
-    for match in reversed(targets):
-        word = match.group()
-        if (
-            _PLAIN_WORD.fullmatch(word)
-            and not os.path.isabs(word)
-            and word != relative_path
-            and (base / word).is_file()
-        ):
-            absolute = shlex.quote(os.path.normpath(base / word))
-            command = command[: match.start()] + absolute + command[match.end() :]
-    return command
 
 
 def _pidfd(pid: int) -> int | None:

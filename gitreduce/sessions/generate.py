@@ -34,7 +34,8 @@ from gitreduce.git.store import ResultRequest, Store, calibrate_cached, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax, plain_tokens
-from gitreduce.oracle.runner import OracleClosed, TestSpec
+from gitreduce.oracle.runner import OracleClosed
+from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.modes import (
     calibrated_run,

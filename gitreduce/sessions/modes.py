@@ -40,7 +40,8 @@ from gitreduce.git.store import (
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
-from gitreduce.oracle.runner import Oracle, OracleClosed, TestSpec
+from gitreduce.oracle.runner import Oracle, OracleClosed
+from gitreduce.oracle.spec import TestSpec
 from gitreduce.pair.alignment import Alignment, PairState
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens

@@ -28,7 +28,8 @@ from support import (
 from gitreduce.core.engine import Engine, blob_id
 from gitreduce.core.outcome import Verdict
 from gitreduce.git.verdicts import CACHE_REF_PREFIX, GitVerdictCache
-from gitreduce.oracle.runner import Oracle, TestSpec
+from gitreduce.oracle.runner import Oracle
+from gitreduce.oracle.spec import TestSpec
 
 
 @pytest.fixture

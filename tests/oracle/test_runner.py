@@ -1,19 +1,19 @@
-"""The oracle against real shells and processes: exit mapping, scratch dirs, kills, calibration."""
+"""The oracle against real shells and processes: exit mapping, scratch dirs, kills."""
 
 import os
 import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from support import script
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.oracle.runner import Oracle, OracleClosed, TestSpec, calibrate
-from gitreduce.oracle.signature import extract_signature, signature_matches
+from gitreduce.oracle.runner import Oracle, OracleClosed
+from gitreduce.oracle.spec import TestSpec
 
 # Exits with the status written in the candidate, or kills its own shell.
 EXIT_AS_TOLD = 'code=$(cat {}); [ "$code" = kill ] && kill -9 $$; exit "$code"'
@@ -49,12 +49,6 @@ def wait_for_file(path: Path, within: float = 5.0) -> str:
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.01)
     return path.read_text().strip()
-
-
-def script(path: Path, body: str, executable: bool = True) -> Path:
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755 if executable else 0o644)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +127,7 @@ def test_bad_signature_comes_from_output():
 def test_long_output_keeps_its_head_and_tail():
     command = "echo 'error: first'; yes noise | head -c 300000; echo; echo 'panic: last'; exit 1"
     with Oracle(TestSpec(command, "v.c", timeout=10), jobs=1) as oracle:
-        outcome, output = oracle._execute(b"")
+        outcome, output = oracle.run_with_output(b"")
     assert outcome.signature == "exit 1: panic: last"
     assert output.startswith("error: first\n") and len(output) < 100_000
 
@@ -301,238 +295,3 @@ def test_relative_test_script_is_resolved_against_the_invoking_directory(tmp_pat
 def test_oracle_rejects_escaping_relative_paths():
     with pytest.raises(ValueError):
         Oracle(TestSpec("true", "../v.c"), jobs=1)
-
-
-# --- fingerprint and interestingness ---------------------------------------------------
-
-
-def test_fingerprint_follows_the_test_script_and_the_rules(tmp_path):
-    test = script(tmp_path / "t.sh", "exit 1\n")
-    spec = TestSpec(f"{test} {{}}", "v.c", timeout=2.0)
-    before = spec.fingerprint()
-    assert spec.fingerprint() == before
-    assert len(before) == 40
-    for changed in (
-        replace(spec, polarity="interesting"),
-        replace(spec, timeout=3.0),
-        replace(spec, signature_regex="x"),
-        replace(spec, any_failure=True),
-    ):
-        assert changed.fingerprint() != before
-    script(test, "exit 2\n")
-    assert spec.fingerprint() != before
-
-
-def test_is_interesting_requires_the_same_failure():
-    spec = TestSpec("true", "v.c")
-    original = Outcome(Verdict.BAD, 1, 0.1, "exit 1: internal compiler error: in f, at a.cc:1")
-    same = Outcome(Verdict.BAD, 1, 0.2, original.signature)
-    other = Outcome(Verdict.BAD, 1, 0.2, "exit 1: error: expected ';'")
-    skip = Outcome(Verdict.SKIP, 125, 0.2)
-    assert spec.is_interesting(original, same)
-    assert not spec.is_interesting(original, other)
-    assert not spec.is_interesting(original, skip)
-    assert replace(spec, any_failure=True).is_interesting(original, other)
-    assert not replace(spec, any_failure=True).is_interesting(original, skip)
-
-
-# --- calibration -----------------------------------------------------------------------
-
-
-def test_calibrate_derives_timeout_and_returns_the_signature():
-    spec = TestSpec("echo 'v.c:1:1: error: boom' >&2; exit 1", "v.c")
-    calibrated, outcome = calibrate(spec, b"", Verdict.BAD)
-    assert calibrated == replace(spec, timeout=1.0)
-    assert outcome.verdict is Verdict.BAD and outcome.signature == "exit 1: error: boom"
-
-
-def test_calibrate_scales_the_timeout_with_the_slower_run():
-    calibrated, _ = calibrate(TestSpec("sleep 0.15", "v.c"), b"", Verdict.GOOD, jobs=2)
-    assert calibrated.timeout is not None and 2.0 <= calibrated.timeout <= 10.0
-    assert calibrated.timeout == int(calibrated.timeout)
-
-
-def test_calibrate_keeps_a_given_timeout():
-    calibrated, outcome = calibrate(TestSpec("exit 0", "v.c", timeout=7.5), b"", Verdict.GOOD)
-    assert calibrated.timeout == 7.5 and outcome.verdict is Verdict.GOOD
-
-
-def test_calibrate_accepts_interestingness_tests():
-    spec = TestSpec("grep -q crash {}", "v.c", polarity="interesting")
-    assert calibrate(spec, b"crash here", Verdict.BAD)[1].signature == "interesting"
-    with pytest.raises(UserError, match=r"not interesting under the test \(exit 1\)$"):
-        calibrate(spec, b"fine", Verdict.BAD)
-
-
-def test_calibrate_rejects_a_non_executable_script(tmp_path):
-    test = script(tmp_path / "t.sh", "exit 1\n", executable=False)
-    with pytest.raises(UserError, match=r"test script .*t\.sh is not executable \(chmod \+x"):
-        calibrate(TestSpec(f"{test} {{}}", "v.c"), b"", Verdict.BAD)
-
-
-@pytest.mark.parametrize("command", ["./no-such-test.sh {}", "no-such-command-xyz {}"])
-def test_calibrate_reports_a_missing_command(command):
-    with pytest.raises(UserError, match=r"could not run \(exit 127\): .*not found"):
-        calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
-
-
-def test_calibrate_hints_at_dot_slash(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    script(tmp_path / "t.sh", "exit 1\n")
-    with pytest.raises(UserError, match=r"write \./t\.sh"):
-        calibrate(TestSpec("t.sh {}", "v.c"), b"", Verdict.BAD)
-
-
-def test_calibrate_detects_a_flaky_test(tmp_path):
-    counter = tmp_path / "counter"
-    test = script(
-        tmp_path / "t.sh",
-        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"; '
-        "exit $((n % 2))\n",
-    )
-    with pytest.raises(UserError, match=r"flaky test: .* classified good then bad; make the test"):
-        calibrate(TestSpec(str(test), "v.c"), b"", Verdict.BAD)
-
-
-def test_calibrate_detects_a_flaky_signature(tmp_path):
-    counter = tmp_path / "counter"
-    command = (
-        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"; '
-        'echo "error: attempt $n"; exit 1'
-    )
-    with pytest.raises(UserError, match=r"flaky test: .*'exit 1: error: attempt 0'"):
-        calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
-    counter.unlink()
-    calibrate(TestSpec(command, "v.c", any_failure=True), b"", Verdict.BAD)
-
-
-@pytest.mark.parametrize(
-    ("command", "expect", "message"),
-    [
-        (
-            "echo all fine; exit 0",
-            Verdict.BAD,
-            r"^the original input is not bad .*\(exit 0\): all fine$",
-        ),
-        ("echo nope; exit 125", Verdict.BAD, r"not bad under the test \(exit 125\): nope"),
-        (
-            "echo 'error: x' >&2; exit 1",
-            Verdict.GOOD,
-            r"not good under the test \(exit 1\): error: x",
-        ),
-        ("kill -9 $$", Verdict.GOOD, r"not good under the test \(killed by SIGKILL\)$"),
-    ],
-)
-def test_calibrate_rejects_the_wrong_verdict(command, expect, message):
-    with pytest.raises(UserError, match=message):
-        calibrate(TestSpec(command, "v.c"), b"", expect)
-
-
-def test_calibrate_rejects_a_signature_regex_that_matches_nothing():
-    spec = TestSpec("echo 'error: x'; exit 1", "v.c", signature_regex="internal compiler error")
-    with pytest.raises(UserError, match="matches nothing"):
-        calibrate(spec, b"", Verdict.BAD)
-
-
-def test_calibrate_reports_a_hanging_test():
-    start = time.monotonic()
-    with pytest.raises(UserError, match=r"^the test timed out on the original after 0\.3 s$"):
-        calibrate(TestSpec("sleep 10", "v.c", timeout=0.3), b"", Verdict.BAD)
-    assert time.monotonic() - start < 2
-
-
-# --- signatures ------------------------------------------------------------------------
-
-GCC_ICE = """\
-during GIMPLE pass: veclower2
-/tmp/gitreduce-abc123/0/variant.c: In function 'f':
-variant.c:12:5: warning: unused variable 'y' [-Wunused-variable]
-variant.c:12:5: internal compiler error: in tree_vec_extract, at tree-vect-generic.cc:186
-   12 |     v = v + w;
-      |     ^
-0x1a2b3c4 tree_vec_extract
-\t../../gcc/tree-vect-generic.cc:186
-Please submit a full bug report, with preprocessed source (by using -freport-bug).
-"""
-
-RUSTC_PANIC = """\
-error[E0308]: mismatched types
- --> v.rs:3:5
-thread 'rustc' panicked at compiler/rustc_type_ir/src/binder.rs:793:9:
-expected type for `T/#0` (T/#0/0) but found Const
-stack backtrace:
-error: the compiler unexpectedly panicked. this is a bug.
-"""
-
-ASAN = """\
-=================================================================
-==12345==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010 at pc \
-0x55d1c3a1b2c3 bp 0x7ffd4b0 sp 0x7ffd4a8
-READ of size 4 at 0x602000000010 thread T0
-SUMMARY: AddressSanitizer: heap-use-after-free /tmp/x/variant.c:5:3 in main
-"""
-
-PY_TRACEBACK = """\
-Traceback (most recent call last):
-  File "/tmp/gitreduce-q/0/check.py", line 3, in <module>
-    raise error("error: not this")
-  File "/usr/lib/python3.11/json/decoder.py", line 355, in raw_decode
-    raise JSONDecodeError("Expecting value", s, err.value) from None
-json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
-"""
-
-
-@pytest.mark.parametrize(
-    ("output", "signature"),
-    [
-        (GCC_ICE, "internal compiler error: in tree_vec_extract, at tree-vect-generic.cc:186"),
-        (RUSTC_PANIC, "thread 'rustc' panicked at compiler/rustc_type_ir/src/binder.rs:793:9:"),
-        (
-            "thread 'main' (4242) panicked at compiler/x.rs:1:2:\n",
-            "thread 'main' panicked at compiler/x.rs:1:2:",
-        ),
-        (
-            ASAN,
-            "ERROR: AddressSanitizer: heap-use-after-free on address 0x<hex> at pc 0x<hex> "
-            "bp 0x<hex> sp 0x<hex>",
-        ),
-        (
-            PY_TRACEBACK,
-            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
-        ),
-        (
-            "a.out: variant.c:7: main: Assertion `x > 0' failed.\nAborted (core dumped)\n",
-            "a.out: variant.c:<line>: main: Assertion `x > 0' failed.",
-        ),
-        ("ok\nSegmentation fault (core dumped)\n", "Segmentation fault (core dumped)"),
-        (
-            "v.c:1:10: fatal error: nope.h: No such file\nv.c:2:1: error: x\n",
-            "fatal error: nope.h: No such file",
-        ),
-        (
-            "v.c:3:1: warning: w\nv.c:4:2:   error:   expected ';'   before '}'\nerror: later\n",
-            "error: expected ';' before '}'",
-        ),
-        ("cc: error: /tmp/ccAbC12.o: no such file\n", "cc: error: <tmp>: no such file"),
-        ("\x1b[01;31merror:\x1b[m colored\n", "error: colored"),
-        ("all good\n1 error generated.\nwarning: -Werror\n", None),
-        ("", None),
-    ],
-)
-def test_extract_signature(output, signature):
-    assert extract_signature(output, candidate="variant.c") == signature
-
-
-def test_extract_signature_masks_candidate_lines_only():
-    output = "thread 'main' panicked at src/main.rs:2:5:\n"
-    assert extract_signature(output, candidate="src/main.rs") == (
-        "thread 'main' panicked at src/main.rs:<line>:"
-    )
-    assert extract_signature(output) == output.strip()
-
-
-def test_signature_matches():
-    assert signature_matches("exit 1: x", "exit 1: x")
-    assert not signature_matches("exit 1: x", "exit 2: x")
-    assert not signature_matches("exit 1: x", None)
-    assert signature_matches(None, "exit 1: anything")
