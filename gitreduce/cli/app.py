@@ -44,7 +44,7 @@ from gitreduce.cli.progress import (
 )
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest, Store
-from gitreduce.sessions.modes import (
+from gitreduce.sessions.pair import (
     PAIR_ALGORITHMS,
     PairSettings,
     RevisionSettings,
