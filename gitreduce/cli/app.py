@@ -44,16 +44,10 @@ from gitreduce.cli.progress import (
 )
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest, Store
-from gitreduce.sessions.pair import (
-    PAIR_ALGORITHMS,
-    PairSettings,
-    RevisionSettings,
-    SingleSettings,
-    read_input,
-    reduce_file,
-    reduce_pair_texts,
-    reduce_revisions,
-)
+from gitreduce.sessions.pair import PAIR_ALGORITHMS, PairSettings, reduce_pair_texts
+from gitreduce.sessions.revisions import RevisionSettings, reduce_revisions
+from gitreduce.sessions.run import read_input
+from gitreduce.sessions.single import SingleSettings, reduce_file
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 

@@ -49,7 +49,7 @@ from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.runner import OracleClosed, TestSpec
 from gitreduce.passes.schedule import reduce_program
-from gitreduce.sessions.pair import (
+from gitreduce.sessions.run import (
     calibrated_run,
     default_output,
     resolve_grammar,
