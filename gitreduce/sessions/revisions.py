@@ -44,6 +44,7 @@ class RevisionSettings:
     revisions: str
     path: str
     bisect: bool = True
+    directory: Path | None = None  # PATH is relative to it, the repository found from it (cwd)
 
 
 def reduce_revisions(
@@ -58,10 +59,10 @@ def reduce_revisions(
     Nothing is checked out; the bisect's verdicts land in the same cache as the
     reduction's, so a rerun repeats neither.
     """
-    repo = find_repository(Path.cwd())
+    repo = find_repository(revisions.directory or Path.cwd())
     store = Store(repo, users=True)
     good, bad = parse_range(revisions.revisions)
-    path = to_repo_path(repo, revisions.path)
+    path = to_repo_path(repo, revisions.path, revisions.directory)
     seed, variant = read_file_at(repo, good, path), read_file_at(repo, bad, path)
     if seed == variant:
         raise UserError(f"{path} is identical at {good} and {bad}; nothing to reduce")
