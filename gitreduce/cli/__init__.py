@@ -4,6 +4,7 @@ Job: parse options, call a session (or the public API), render its summary,
 map errors to exit codes. Thin: no reduction logic lives here.
 May import: every layer.
 """
+
 from gitreduce.cli.app import main
 
 __all__ = ["main"]
