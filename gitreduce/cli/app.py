@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from typer.exceptions import TyperException
 
+from gitreduce import api
 from gitreduce.cli.history import History, chain
 from gitreduce.cli.html import write_html
 from gitreduce.cli.options import (
@@ -43,17 +44,8 @@ from gitreduce.cli.progress import (
     write_pair,
 )
 from gitreduce.core.errors import UserError
-from gitreduce.git.store import ResultRequest, Store
-from gitreduce.sessions.modes import (
-    PAIR_ALGORITHMS,
-    PairSettings,
-    RevisionSettings,
-    SingleSettings,
-    read_input,
-    reduce_file,
-    reduce_pair_texts,
-    reduce_revisions,
-)
+from gitreduce.git.store import Store
+from gitreduce.sessions.pair import PAIR_ALGORITHMS
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -126,24 +118,10 @@ def reduce(
             raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
-        request = ResultRequest(branch=branch, force=force, patch=patch)
-        revisions = _revisions(targets or [], no_bisect)
+        revisions = _revisions(targets or [])
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
-            pair_settings = PairSettings(
-                seed=read_input(seed) if seed is not None else b"",
-                variant=read_input(variant) if variant is not None else b"",
-                name=variant.name if variant is not None else "",
-                test=command,
-                polarity=polarity,
-                jobs=jobs,
-                timeout=timeout,
-                language=language,
-                signature=signature,
-                any_failure=any_failure,
-                algorithm=PAIR_ALGORITHMS[algorithm],
-            )
             if output is not None and not output.is_dir():
                 raise UserError(f"--output {output} must be an existing directory")
             pair_progress = PairProgressPrinter(console)
@@ -151,17 +129,41 @@ def reduce(
             observe = chain(pair_progress, history)
             try:
                 if revisions is not None:
-                    pair_summary = reduce_revisions(
-                        revisions,
-                        pair_settings,
-                        observe,
-                        request,
+                    pair_summary = api.reduce_revisions(
+                        *revisions,
+                        command,
+                        bisect=not no_bisect,
+                        interesting=polarity == "interesting",
+                        algorithm=PAIR_ALGORITHMS[algorithm],
+                        jobs=jobs,
+                        timeout=timeout,
+                        language=language,
+                        signature=signature,
+                        any_failure=any_failure,
+                        branch=branch,
+                        force=force,
+                        patch=patch,
+                        progress=observe,
                         echo=lambda line: console.print(line, highlight=False, markup=False),
                     )
                 else:
-                    assert variant is not None
-                    store = Store.near(variant)
-                    pair_summary = reduce_pair_texts(pair_settings, store, observe, request)
+                    assert seed is not None and variant is not None
+                    pair_summary = api.reduce_pair(
+                        seed,
+                        variant,
+                        command,
+                        interesting=polarity == "interesting",
+                        algorithm=PAIR_ALGORITHMS[algorithm],
+                        jobs=jobs,
+                        timeout=timeout,
+                        language=language,
+                        signature=signature,
+                        any_failure=any_failure,
+                        branch=branch,
+                        force=force,
+                        patch=patch,
+                        progress=observe,
+                    )
             finally:
                 pair_progress.stop()
             # Files only when asked for, or for plain files outside any repository:
@@ -187,21 +189,24 @@ def reduce(
             raise UserError(
                 "give one FILE to reduce, --seed FILE --variant FILE, or GOOD..BAD -- PATH"
             )
-        settings = SingleSettings(
-            path=Path(targets[0]),
-            test=command,
-            polarity=polarity,
-            jobs=jobs,
-            timeout=timeout,
-            language=language,
-            signature=signature,
-            any_failure=any_failure,
-            output=output,
-        )
         progress = ProgressPrinter(console)
         history = History()
         try:
-            summary = reduce_file(settings, chain(progress, history), request)
+            summary = api.reduce_file(
+                targets[0],
+                command,
+                interesting=polarity == "interesting",
+                jobs=jobs,
+                timeout=timeout,
+                language=language,
+                signature=signature,
+                any_failure=any_failure,
+                output=output,
+                branch=branch,
+                force=force,
+                patch=patch,
+                progress=chain(progress, history),
+            )
         finally:
             progress.stop()
         print_summary(console, summary, patch)
@@ -217,13 +222,13 @@ def reduce(
         raise typer.Exit(EXIT_INTERRUPTED)
 
 
-def _revisions(targets: list[str], no_bisect: bool) -> RevisionSettings | None:
+def _revisions(targets: list[str]) -> tuple[str, str] | None:
     """`GOOD..BAD PATH` (PATH after `--`), or None when the targets name a plain file."""
     if not targets or ".." not in targets[0] or Path(targets[0]).exists():
         return None
     if len(targets) != 2:
         raise UserError("give one path after the revision range: git reduce GOOD..BAD -- PATH")
-    return RevisionSettings(revisions=targets[0], path=targets[1], bisect=not no_bisect)
+    return targets[0], targets[1]
 
 
 def paths_last(argv: list[str]) -> list[str]:

@@ -30,7 +30,8 @@ from rich.text import Text
 from gitreduce.cli.html import Line, Row, align, marked_lines, marked_pair
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Stats
-from gitreduce.sessions.modes import PairSummary, Summary
+from gitreduce.sessions.pair import PairSummary
+from gitreduce.sessions.single import Summary
 
 if TYPE_CHECKING:  # a type hint only
     from gitreduce.pair.current import PairCurrent

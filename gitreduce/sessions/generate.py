@@ -37,7 +37,7 @@ from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.runner import OracleClosed
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
-from gitreduce.sessions.modes import (
+from gitreduce.sessions.run import (
     calibrated_run,
     default_output,
     resolve_grammar,

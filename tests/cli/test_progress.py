@@ -36,7 +36,7 @@ from gitreduce.cli.progress import (
     side_by_side_width,
 )
 from gitreduce.core.engine import Stats
-from gitreduce.sessions.modes import PairSummary
+from gitreduce.sessions.pair import PairSummary
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = ROOT / "fixtures" / "pairs" / "sequence-point"

@@ -1,0 +1,216 @@
+"""The Python API: what `git reduce` does, callable from a script or a fuzzing pipeline.
+
+Job: turn keyword arguments into the sessions' settings, call the same session
+functions the command line calls, and return the same summary objects its
+reporters render (`Summary`, `PairSummary`). The command line is a client of
+this module.
+
+Nothing here prints or exits. Input the caller can fix raises `UserError`;
+progress goes to the callbacks given. Once the test is calibrated, Ctrl-C
+(KeyboardInterrupt) or SIGTERM ends a reduction early with `interrupted` set
+on the summary, the best result so far written and recorded; before that, and
+during a bisect, it propagates. SIGTERM's handler is installed for the run, so
+call from the main thread. Relative paths, and a relative test script, are
+taken from the current directory, as on the command line. The inputs are never
+changed: inside a git repository the result is recorded as a branch; outside
+one, `reduce_file` also writes NAME.reduced.EXT next to the input unless
+`output` says where.
+
+The test follows `git bisect run`: exit 0 = good, 125 = cannot be tested, other
+1-127 = bad (the bug), >=128 = the test broke; with `interesting=True`, exit 0
+means "still shows the bug" (C-Reduce/C-Vise scripts). The candidate is `{}` in
+the command and $GITREDUCE_FILE.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from gitreduce.core.current import Current
+from gitreduce.core.errors import UserError
+from gitreduce.git.store import ResultRequest, Store
+from gitreduce.pair.current import PairCurrent
+from gitreduce.sessions.pair import (
+    PAIR_ALGORITHMS,
+    PairAlgorithm,
+    PairSettings,
+    PairSummary,
+    reduce_pair_texts,
+)
+from gitreduce.sessions.revisions import RevisionSettings
+from gitreduce.sessions.revisions import reduce_revisions as reduce_revision_range
+from gitreduce.sessions.run import read_input
+from gitreduce.sessions.single import SingleSettings, Summary
+from gitreduce.sessions.single import reduce_file as reduce_single_file
+
+
+def reduce_file(
+    path: str | Path,
+    test: str,
+    *,
+    interesting: bool = False,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    language: str | None = None,
+    signature: str | None = None,
+    any_failure: bool = False,
+    output: str | Path | None = None,
+    branch: str | None = None,
+    force: bool = False,
+    patch: str | Path | None = None,
+    progress: Callable[[Current], None] | None = None,
+) -> Summary:
+    """Reduce the file at `path` to a smaller one that still fails `test` the same way.
+
+    `jobs`: tests run in parallel (default: one per CPU). `timeout`: seconds per
+    test (default: 10x the original's run, at least 1s). `language`: the grammar
+    (default: from the extension). `signature`: a regex the failure's output
+    must match (default: derived from the original's output); `any_failure`
+    accepts any bad exit instead. `output`: where to write the result (default:
+    NAME.reduced.EXT beside the input outside a repository, no file inside one).
+    `branch`, `force`, `patch`: the result branch (default: reduce/NAME), whether
+    it may be overwritten, and a file to write the result as a mail-ready patch.
+    `progress` is called with the current best after every improvement.
+    The reduced text is `Summary.result`.
+    """
+    settings = SingleSettings(
+        path=Path(path),
+        test=test,
+        polarity=_polarity(interesting),
+        jobs=_jobs(jobs),
+        timeout=timeout,
+        language=language,
+        signature=_signature(signature, any_failure),
+        any_failure=any_failure,
+        output=Path(output) if output is not None else None,
+    )
+    return reduce_single_file(settings, progress, _request(branch, force, patch))
+
+
+def reduce_pair(
+    seed: str | Path,
+    variant: str | Path,
+    test: str,
+    *,
+    interesting: bool = False,
+    algorithm: PairAlgorithm = "ppr",
+    jobs: int | None = None,
+    timeout: float | None = None,
+    language: str | None = None,
+    signature: str | None = None,
+    any_failure: bool = False,
+    branch: str | None = None,
+    force: bool = False,
+    patch: str | Path | None = None,
+    progress: Callable[[PairCurrent], None] | None = None,
+) -> PairSummary:
+    """Reduce a passing `seed` and a failing `variant` together, down to the change that fails.
+
+    Both are tested under the variant's file name. `algorithm`: "ppr" (default),
+    "dd" (Zeller's dd over the diff's hunks) or "dd-empty" (dd over the
+    variant's tokens from an empty program, the seed ignored). The other options
+    are `reduce_file`'s. The reduced programs are `PairSummary.seed` and
+    `PairSummary.variant`; nothing is written but the result branch (or patch).
+    """
+    algorithm = _algorithm(algorithm)
+    variant_path = Path(variant)
+    settings = PairSettings(
+        seed=read_input(Path(seed)),
+        variant=read_input(variant_path),
+        name=variant_path.name,
+        test=test,
+        polarity=_polarity(interesting),
+        jobs=_jobs(jobs),
+        timeout=timeout,
+        language=language,
+        signature=_signature(signature, any_failure),
+        any_failure=any_failure,
+        algorithm=algorithm,
+    )
+    store = Store.near(variant_path)
+    return reduce_pair_texts(settings, store, progress, _request(branch, force, patch))
+
+
+def reduce_revisions(
+    revisions: str,
+    path: str | Path,
+    test: str,
+    *,
+    bisect: bool = True,
+    repository: str | Path | None = None,
+    interesting: bool = False,
+    algorithm: PairAlgorithm = "ppr",
+    jobs: int | None = None,
+    timeout: float | None = None,
+    language: str | None = None,
+    signature: str | None = None,
+    any_failure: bool = False,
+    branch: str | None = None,
+    force: bool = False,
+    patch: str | Path | None = None,
+    progress: Callable[[PairCurrent], None] | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> PairSummary:
+    """Reduce the change to `path` between the commits of `revisions` ("GOOD..BAD").
+
+    Reads `path` at GOOD and BAD from the object store (nothing is checked out),
+    bisects to the first bad commit (unless `bisect=False`) and reduces the pair
+    around it as `reduce_pair` does; `PairSummary.first_bad_commit` names it.
+    `repository`: a directory in the work tree that `path` is relative to
+    (default: the current directory). `echo` receives the bisect's report, one
+    line at a time. The other options are `reduce_pair`'s.
+    """
+    algorithm = _algorithm(algorithm)
+    where = RevisionSettings(
+        revisions=revisions,
+        path=str(path),
+        bisect=bisect,
+        directory=Path(repository) if repository is not None else None,
+    )
+    settings = PairSettings(
+        seed=b"",
+        variant=b"",
+        name="",
+        test=test,
+        polarity=_polarity(interesting),
+        jobs=_jobs(jobs),
+        timeout=timeout,
+        language=language,
+        signature=_signature(signature, any_failure),
+        any_failure=any_failure,
+        algorithm=algorithm,
+    )
+    return reduce_revision_range(where, settings, progress, _request(branch, force, patch), echo)
+
+
+def _polarity(interesting: bool) -> Literal["bisect", "interesting"]:
+    return "interesting" if interesting else "bisect"
+
+
+def _jobs(jobs: int | None) -> int:
+    if jobs is None:
+        return os.cpu_count() or 1
+    if jobs < 1:
+        raise UserError(f"jobs must be at least 1, not {jobs}")
+    return jobs
+
+
+def _signature(signature: str | None, any_failure: bool) -> str | None:
+    if signature is not None and any_failure:
+        raise UserError("signature and any_failure exclude each other")
+    return signature
+
+
+def _algorithm(algorithm: str) -> PairAlgorithm:
+    if algorithm not in PAIR_ALGORITHMS:
+        raise UserError(f"unknown algorithm {algorithm!r}; use ppr, dd or dd-empty")
+    return PAIR_ALGORITHMS[algorithm]
+
+
+def _request(branch: str | None, force: bool, patch: str | Path | None) -> ResultRequest:
+    return ResultRequest(
+        branch=branch, force=force, patch=Path(patch) if patch is not None else None
+    )

@@ -1,0 +1,324 @@
+"""Pair mode: `git reduce --seed S --variant V` reduces a passing and a failing program together.
+
+Job: calibrate both originals (the seed must pass, the variant fail), run
+PPR, or Zeller's dd over the hunks or from the empty program, inside the
+shared run scaffold (see `run.calibrated_run`), drop comments both sides can
+lose, record the reduced seed and variant as two commits, and return the
+`PairSummary` the reporters render. Revisions mode ends here too.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from gitreduce.core.current import render_deletions
+from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.errors import UserError
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.verdicts import GitVerdictCache
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.oracle.spec import TestSpec
+from gitreduce.pair.alignment import Alignment, PairState
+from gitreduce.pair.current import PairCurrent
+from gitreduce.pair.dd import isolate_hunks, isolate_tokens
+from gitreduce.pair.ppr import reduce_pair
+from gitreduce.sessions.run import calibrated_run, resolve_grammar, run_figures
+
+
+@dataclass(frozen=True)
+class PairSettings:
+    """What `git reduce --seed S --variant V` (or GOOD..BAD) was asked to do."""
+
+    seed: bytes
+    variant: bytes
+    name: str  # the file name both are tested under
+    test: str
+    polarity: Literal["bisect", "interesting"] = "bisect"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    timeout: float | None = None
+    language: str | None = None
+    signature: str | None = None
+    any_failure: bool = False
+    algorithm: PairAlgorithm = "ppr"
+    path: str = ""  # repository-relative, for the result commits (default: name)
+    sources: tuple[str, ...] = ()  # the seed's and the variant's commits, when known
+
+
+PairAlgorithm = Literal["ppr", "dd", "dd-empty"]
+# how often a dd run re-aligns its best pair for progress (the result is aligned at the end)
+ISOLATION_REALIGN_SECONDS = 2.0
+PAIR_ALGORITHMS: dict[str, PairAlgorithm] = {"ppr": "ppr", "dd": "dd", "dd-empty": "dd-empty"}
+
+
+@dataclass
+class PairSummary:
+    """Sizes before and after for seed, variant and their difference, plus the run's figures."""
+
+    name: str
+    language: str | None
+    algorithm: str
+    seed_before: int
+    variant_before: int
+    diff_before: int
+    seed_after: int
+    variant_after: int
+    diff_after: int
+    seed: bytes
+    variant: bytes
+    stats: Stats
+    wall_seconds: float
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+    test: str = ""  # the command as it ran (see `calibrated_run`)
+    branch: str | None = None
+    commits: list[str] = field(default_factory=list)
+    first_bad_commit: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "language": self.language,
+            "algorithm": self.algorithm,
+            "seed_tokens": [self.seed_before, self.seed_after],
+            "variant_tokens": [self.variant_before, self.variant_after],
+            "diff_tokens": [self.diff_before, self.diff_after],
+            "tests_run": self.stats.tests_run,
+            "cache_hits": self.stats.cache_hits,
+            "syntax_rejected": self.stats.syntax_rejected,
+            "tests_by_pass": dict(self.stats.by_pass),
+            **run_figures(self),
+            "first_bad_commit": self.first_bad_commit,
+        }
+
+
+PairProgress = Callable[["PairCurrent"], None]
+
+
+def reduce_pair_texts(
+    settings: PairSettings,
+    store: Store,
+    progress: PairProgress | None = None,
+    result: ResultRequest | None = None,
+) -> PairSummary:
+    """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C."""
+    started = time.monotonic()
+    if settings.seed == settings.variant:
+        raise UserError("the seed and the variant are identical; there is no difference to reduce")
+    grammar, warning = resolve_grammar(Path(settings.name), settings.language)
+    warnings = [warning] if warning else []
+    syntax = Syntax(grammar, settings.variant) if grammar else None
+    spec = pair_spec(settings)
+    seed_expected = seed_verdict(settings.polarity)
+    alignment = Alignment.of(settings.seed, settings.variant, grammar)
+    full = alignment.full()
+    seed_out, variant_out = settings.seed, settings.variant
+
+    def seed_ok(outcome: Outcome) -> bool:
+        return outcome.verdict is seed_expected
+
+    with calibrated_run(
+        store,
+        spec,
+        warnings,
+        settings.jobs,
+        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache),
+    ) as run:
+        engine = run.engine
+        current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, progress)
+        if progress is not None:
+            progress(current)
+        if settings.algorithm == "ppr":
+            reduce_pair(current)
+            seed_out, variant_out = _without_comments(
+                current.state.seed_text(),
+                current.state.variant_text(),
+                syntax,
+                engine,
+                seed_ok,
+                run.is_interesting,
+            )
+        else:
+            _isolate(settings.algorithm, current, grammar)
+            seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+    if run.interrupted:
+        seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+    settings = replace(settings, test=run.spec.command)
+    final = Alignment.of(seed_out, variant_out, grammar)
+    summary = PairSummary(
+        name=settings.name,
+        language=grammar.name if grammar else None,
+        algorithm=settings.algorithm,
+        seed_before=len(alignment.seed),
+        variant_before=len(alignment.variant),
+        diff_before=alignment.diff_size,
+        seed_after=len(final.seed),
+        variant_after=len(final.variant),
+        diff_after=final.diff_size,
+        seed=seed_out,
+        variant=variant_out,
+        stats=engine.stats,
+        wall_seconds=time.monotonic() - started,
+        interrupted=run.interrupted,
+        warnings=warnings,
+        test=settings.test,
+    )
+    _record_pair(store, result or ResultRequest(), settings, summary)
+    return summary
+
+
+def _without_comments(
+    seed: bytes,
+    variant: bytes,
+    syntax: Syntax | None,
+    engine: Engine,
+    seed_ok: Callable[[Outcome], bool],
+    variant_ok: Callable[[Outcome], bool],
+) -> tuple[bytes, bytes]:
+    """The pair with every comment gone, when both programs keep their property.
+
+    Comments are not tokens, so PPR never removes them on purpose; left in,
+    one that survives on one side only shows up in `git show` of the result.
+    """
+    if syntax is None:
+        return seed, variant
+    stripped = tuple(_strip_comments(text, syntax) for text in (seed, variant))
+    if stripped == (seed, variant):
+        return seed, variant
+    if variant_ok(engine.test(stripped[1], label="comments")) and seed_ok(
+        engine.test(stripped[0], label="comments")
+    ):
+        return stripped
+    return seed, variant
+
+
+def _strip_comments(text: bytes, syntax: Syntax) -> bytes:
+    spans = []
+    pending = [syntax.parse(text).tree.root_node]
+    while pending:
+        node = pending.pop()
+        if "comment" in node.type:
+            spans.append((node.start_byte, node.end_byte))
+        else:
+            pending.extend(node.children)
+    return render_deletions(text, spans)
+
+
+def pair_spec(settings: PairSettings) -> TestSpec:
+    return TestSpec(
+        command=settings.test,
+        relative_path=settings.path or settings.name,  # where it lives in the repository
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+    )
+
+
+def seed_verdict(polarity: str) -> Verdict:
+    """What a passing seed looks like: good, or merely 'not interesting' for C-Reduce scripts."""
+    return Verdict.GOOD if polarity == "bisect" else Verdict.SKIP
+
+
+def calibrate_pair(
+    spec: TestSpec, settings: PairSettings, seed_expected: Verdict, cache: GitVerdictCache
+) -> tuple[TestSpec, Outcome]:
+    """Both originals classified (or recalled); the spec timed on the variant."""
+    try:
+        calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
+    except UserError as error:
+        raise type(error)(f"seed: {error}", error.exit_code) from None
+    try:
+        return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
+    except UserError as error:
+        raise type(error)(f"variant: {error}", error.exit_code) from None
+
+
+def _record_pair(
+    store: Store, request: ResultRequest, settings: PairSettings, summary: PairSummary
+) -> None:
+    path = settings.path or settings.name
+    sources = list(settings.sources)
+    seed_message = message(
+        f"git reduce: reduced seed of {path}",
+        path=path,
+        test=settings.test,
+        sources=sources[:1],
+        before=settings.seed,
+        after=summary.seed,
+        tokens=(summary.seed_before, summary.seed_after),
+    )
+    variant_message = message(
+        f"git reduce: failure-inducing change in {path} ({summary.diff_after} "
+        f"token{'' if summary.diff_after == 1 else 's'})",
+        path=path,
+        test=settings.test,
+        sources=sources[1:],
+        before=settings.variant,
+        after=summary.variant,
+        tokens=(summary.variant_before, summary.variant_after),
+    )
+    hint = Path(path).stem + (f"-{sources[-1][:7]}" if sources else "")
+    summary.branch, summary.commits = record(
+        store,
+        request,
+        hint=hint,
+        path=path,
+        versions=[(seed_message, summary.seed), (variant_message, summary.variant)],
+        warnings=summary.warnings,
+    )
+
+
+def _isolate(
+    algorithm: PairAlgorithm, current: PairCurrent, grammar: grammars.Grammar | None
+) -> None:
+    """Zeller's dd, over the hunks (`dd`) or over the variant's tokens from nothing
+    (`dd-empty`); `current` follows every narrower pair, so Ctrl-C keeps the best."""
+    engine = current.engine
+
+    def classify(state: PairState) -> Literal["pass", "fail", "unresolved"]:
+        text = state.variant_text()
+        if current.syntax is not None and not engine.parses(text, current.syntax.acceptable):
+            return "unresolved"
+        outcome = engine.test(text, label=algorithm)
+        if current.variant_ok(outcome):
+            return "fail"
+        return "pass" if current.seed_ok(outcome) else "unresolved"
+
+    latest: list[tuple[PairState, PairState]] = []
+    shown = [time.monotonic()]
+
+    def adopt_latest() -> None:
+        """The pair as a state: the passing program as its seed, the failing as its variant."""
+        passing, failing = latest.pop()
+        pair = Alignment.of(passing.variant_text(), failing.variant_text(), grammar)
+        current.adopt(pair.full())
+        shown[0] = time.monotonic()
+
+    def follow(passing: PairState, failing: PairState) -> None:
+        # aligning two big programs far apart is a long Myers run: only now and then
+        latest[:] = [(passing, failing)]
+        if time.monotonic() - shown[0] >= ISOLATION_REALIGN_SECONDS:
+            adopt_latest()
+
+    try:
+        if algorithm == "dd":
+            isolate_hunks(current.state, classify, follow)
+            return
+        from_nothing = Alignment.of(b"", current.state.variant_text(), grammar).full()
+        empty = from_nothing.without_variant_tokens(range(len(from_nothing.alignment.variant)))
+        if classify(empty) != "pass":
+            raise UserError(
+                "dd-empty grows its passing program from the empty one, but the test does not "
+                "say good for an empty file; use --algorithm ppr or dd"
+            )
+        isolate_tokens(from_nothing, classify, follow)
+    finally:
+        if latest:
+            adopt_latest()

@@ -1,0 +1,169 @@
+"""The run scaffold every session mode shares: inputs, grammar, calibration, engine.
+
+Job: what a reduction needs before and around its algorithm, whatever the
+mode: the input read (or a one-line reason it cannot be), the grammar chosen,
+the test calibrated on the originals and the engine built over the oracle and
+the verdict cache, SIGTERM taken as Ctrl-C, and the figures every mode's
+summary reports. Every problem the user can fix surfaces as a `UserError`.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.errors import MisclassifiedOriginal, UserError
+from gitreduce.core.outcome import Outcome
+from gitreduce.git.store import Store, verdict_cache
+from gitreduce.git.verdicts import GitVerdictCache
+from gitreduce.lang import grammars
+from gitreduce.oracle.runner import Oracle, OracleClosed
+from gitreduce.oracle.spec import TestSpec
+
+
+class _Run(Protocol):
+    test: str
+    stats: Stats
+    wall_seconds: float
+    interrupted: bool
+    warnings: list[str]
+    branch: str | None
+    commits: list[str]
+
+
+def run_figures(run: _Run) -> dict[str, object]:
+    """The timing and result part every mode's `--json` summary shares.
+
+    Overhead is wall time during which no test was running: what the tool itself cost.
+    """
+    overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
+    return {
+        "test": run.test,
+        "wall_seconds": round(run.wall_seconds, 3),
+        "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
+        "overhead_seconds": round(overhead, 3),
+        "interrupted": run.interrupted,
+        "warnings": run.warnings,
+        "branch": run.branch,
+        "commits": run.commits,
+    }
+
+
+def read_input(path: Path) -> bytes:
+    """The file's bytes, or a one-line reason why it cannot be reduced."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if path.is_dir():
+        raise UserError(f"{path} is a directory; give the one file to reduce")
+    content = path.read_bytes()
+    if b"\0" in content[:8192]:
+        raise UserError(f"{path} is a binary file; gitreduce reduces text")
+    if not content.strip():
+        raise UserError(f"{path} is empty; there is nothing to reduce")
+    return content
+
+
+def resolve_grammar(path: Path, requested: str | None) -> tuple[grammars.Grammar | None, str]:
+    """The grammar to use and a warning when falling back to lines and tokens."""
+    if requested is not None:
+        grammar = grammars.load(requested)
+        if grammar is None:
+            known = ", ".join(grammars.known_languages())
+            raise UserError(f"unknown language {requested!r}; known: {known}")
+        return grammar, ""
+    name = grammars.detect(str(path))
+    grammar = grammars.load(name) if name else None
+    if grammar is None:
+        return None, f"no grammar for {path.name}; reducing by lines and tokens (see --language)"
+    return grammar, ""
+
+
+def default_output(path: Path) -> Path:
+    return path.with_name(f"{path.stem}.reduced{path.suffix}")
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a reduction the way Ctrl-C does: best result kept, children killed."""
+
+    def raise_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+Calibrate = Callable[[TestSpec, GitVerdictCache], tuple[TestSpec, Outcome]]
+
+
+@dataclass
+class CalibratedRun:
+    """What a reduction works with: the engine, and the failure it must keep reproducing."""
+
+    engine: Engine
+    spec: TestSpec
+    reference: Outcome
+    interrupted: bool = False
+
+    def is_interesting(self, outcome: Outcome) -> bool:
+        return self.spec.is_interesting(self.reference, outcome)
+
+
+@contextmanager
+def calibrated_run(
+    store: Store, spec: TestSpec, warnings: list[str], jobs: int, calibrate: Calibrate
+) -> Iterator[CalibratedRun]:
+    """Verdict cache, calibration of the originals, oracle and engine for one reduction.
+
+    Ctrl-C, SIGTERM or a closed oracle inside the block only mark the run
+    interrupted, so the caller still writes and records the best result; the
+    oracle's processes and the engine's threads are gone when the block ends,
+    and the cache is saved after them.
+    """
+    with sigterm_as_interrupt(), ExitStack() as caches:
+        calibration_started = time.monotonic()
+        cache = caches.enter_context(verdict_cache(store, spec, warnings))
+        try:
+            spec, reference = calibrate(spec, cache)
+        except MisclassifiedOriginal as without_argument:
+            # Scripts written as `test.sh FILE` (C-Reduce adapters, bench cases) get
+            # nothing in $1 under the git-bisect-run convention; if they classify the
+            # originals right once given the path, that is what the user meant.
+            with_argument = spec.with_file_argument()
+            if with_argument is None:
+                raise
+            cache = caches.enter_context(verdict_cache(store, with_argument, warnings))
+            try:
+                spec, reference = calibrate(with_argument, cache)
+            except UserError:
+                raise without_argument from None
+            warnings.append(
+                f"the test classifies the originals right only with the file as its argument, "
+                f"so it runs as: {spec.command}"
+            )
+        calibration_seconds = time.monotonic() - calibration_started
+        with Oracle(spec, jobs) as oracle:
+            engine = Engine(
+                cache.recording(oracle.run),
+                lambda outcome: spec.is_interesting(reference, outcome),
+                jobs=jobs,
+                cache=cache,
+            )
+            engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
+            run = CalibratedRun(engine, spec, reference)
+            try:
+                yield run
+            except (KeyboardInterrupt, OracleClosed):
+                run.interrupted = True
+            finally:
+                oracle.close()
+                engine.close()

@@ -1,0 +1,173 @@
+"""Single-file mode: `git reduce FILE` reduces one program under the test.
+
+Job: read the file, run the single-program pass schedule on it inside the
+shared run scaffold (see `run.calibrated_run`), write the result when asked
+(or outside any repository), record it as a commit, and return the `Summary`
+the reporters render. Callable from Python as well as from the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from gitreduce.core.current import Current
+from gitreduce.core.engine import Stats
+from gitreduce.core.errors import UserError
+from gitreduce.core.outcome import Verdict
+from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.lang.syntax import Syntax
+from gitreduce.oracle.spec import TestSpec
+from gitreduce.passes.schedule import reduce_program
+from gitreduce.sessions.run import (
+    calibrated_run,
+    default_output,
+    read_input,
+    resolve_grammar,
+    run_figures,
+)
+
+
+@dataclass(frozen=True)
+class SingleSettings:
+    """What `git reduce FILE` was asked to do."""
+
+    path: Path
+    test: str
+    polarity: Literal["bisect", "interesting"] = "bisect"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    timeout: float | None = None
+    language: str | None = None
+    signature: str | None = None
+    any_failure: bool = False
+    output: Path | None = None
+
+
+@dataclass
+class Summary:
+    """The figures a reporter prints and `--json` emits."""
+
+    input: str
+    output: str | None
+    language: str | None
+    tokens_before: int
+    tokens_after: int
+    bytes_before: int
+    bytes_after: int
+    stats: Stats
+    wall_seconds: float
+    interrupted: bool = False
+    warnings: list[str] = field(default_factory=list)
+    test: str = ""  # the command as it ran (see `calibrated_run`)
+    branch: str | None = None
+    commits: list[str] = field(default_factory=list)
+    result: bytes = b""  # the reduced text, for reports
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "language": self.language,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "tests_run": self.stats.tests_run,
+            "cache_hits": self.stats.cache_hits,
+            "syntax_rejected": self.stats.syntax_rejected,
+            "tests_by_pass": dict(self.stats.by_pass),
+            **run_figures(self),
+        }
+
+
+Progress = Callable[[Current], None]
+
+
+def reduce_file(
+    settings: SingleSettings,
+    progress: Progress | None = None,
+    result: ResultRequest | None = None,
+) -> Summary:
+    """Reduce one file under the test; the result is written even when interrupted."""
+    started = time.monotonic()
+    original = read_input(settings.path)
+    store = Store.near(settings.path)
+    # Inside a repository the result is a branch; a file is written only when asked
+    # for, so the user's working tree stays untouched.
+    output = settings.output or (None if store.users else default_output(settings.path))
+    if output is not None and not output.parent.is_dir():
+        raise UserError(f"cannot write {output}: {output.parent} is not a directory")
+    grammar, warning = resolve_grammar(settings.path, settings.language)
+    warnings = [warning] if warning else []
+    syntax = Syntax(grammar, original) if grammar else None
+    if syntax is not None and syntax.baseline_errors:
+        warnings.append(
+            f"{settings.path.name} has {syntax.baseline_errors} syntax error(s) under the "
+            f"{grammar.name} grammar; candidates may not add more"
+        )
+    spec = TestSpec(
+        command=settings.test,
+        relative_path=settings.path.name,
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+    )
+    with calibrated_run(
+        store,
+        spec,
+        warnings,
+        settings.jobs,
+        lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
+    ) as run:
+        current = Current(original, run.engine, syntax, progress)
+        before_tokens = current.tokens
+        if progress is not None:
+            progress(current)
+        reduce_program(current)
+    settings = replace(settings, test=run.spec.command)
+    if output is not None:
+        output.write_bytes(current.text)
+    repo_path = store.repo_path(settings.path)
+    branch, commits = record(
+        store,
+        result or ResultRequest(),
+        hint=settings.path.stem,
+        path=repo_path,
+        versions=[
+            (
+                message(
+                    f"git reduce: reduced {repo_path}",
+                    path=repo_path,
+                    test=settings.test,
+                    sources=[],
+                    before=original,
+                    after=current.text,
+                    tokens=(before_tokens, current.tokens),
+                ),
+                current.text,
+            )
+        ],
+        warnings=warnings,
+    )
+    return Summary(
+        input=str(settings.path),
+        output=str(output) if output is not None else None,
+        language=grammar.name if grammar else None,
+        tokens_before=before_tokens,
+        tokens_after=current.tokens,
+        bytes_before=len(original),
+        bytes_after=len(current.text),
+        stats=run.engine.stats,
+        wall_seconds=time.monotonic() - started,
+        interrupted=run.interrupted,
+        warnings=warnings,
+        test=settings.test,
+        branch=branch,
+        commits=commits,
+        result=current.text,
+    )
