@@ -19,7 +19,7 @@ from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine, Precheck
 from gitreduce.core.outcome import Outcome
 from gitreduce.lang.syntax import Syntax
-from gitreduce.pair.alignment import SEED, Alignment, PairState
+from gitreduce.pair.state import SEED, Alignment, PairState
 
 if TYPE_CHECKING:
     from gitreduce.lang.grammars import Grammar

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Literal, overload
 
-from gitreduce.pair.alignment import PairState
+from gitreduce.pair.state import PairState
 
 Verdict = Literal["pass", "fail", "unresolved"]
 Subset = tuple[int, ...]

@@ -23,10 +23,10 @@ import tree_sitter
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax, leaves
-from gitreduce.pair.alignment import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
 from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.seed_view import SeedCurrent
+from gitreduce.pair.state import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
 from gitreduce.pair.treediff import Operation, TreeDiff, diff_trees
 from gitreduce.passes.schedule import reduce_program
 

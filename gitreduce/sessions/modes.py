@@ -41,10 +41,10 @@ from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.runner import Oracle, OracleClosed, TestSpec
-from gitreduce.pair.alignment import Alignment, PairState
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
+from gitreduce.pair.state import Alignment, PairState
 from gitreduce.passes.schedule import reduce_program
 
 

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitreduce.lang import grammars
-from gitreduce.pair.alignment import Alignment, PairState
 from gitreduce.pair.dd import Subset, Verdict, dd, dd_search, isolate_hunks, isolate_tokens
+from gitreduce.pair.state import Alignment, PairState
 
 
 class Recorder:

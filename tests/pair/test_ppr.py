@@ -18,13 +18,13 @@ from gitreduce.core import edits
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
-from gitreduce.pair.alignment import SEED as SEED_SIDE
-from gitreduce.pair.alignment import VARIANT as VARIANT_SIDE
-from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.changed_view import ChangedCurrent, reduce_changed_subtrees
 from gitreduce.pair.current import PairCandidate, PairCurrent
 from gitreduce.pair.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
 from gitreduce.pair.seed_view import SeedCurrent, VariantPatch
+from gitreduce.pair.state import SEED as SEED_SIDE
+from gitreduce.pair.state import VARIANT as VARIANT_SIDE
+from gitreduce.pair.state import Alignment
 
 C = grammars.load("c")
 

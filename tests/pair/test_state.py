@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import plain_tokens
-from gitreduce.pair.alignment import (
+from gitreduce.pair.state import (
     SEED,
     VARIANT,
     Alignment,
