@@ -18,6 +18,7 @@ from itertools import accumulate
 import tree_sitter
 
 from gitreduce.core import edits
+from gitreduce.pair.alignment import SEED, Alignment
 from gitreduce.pair.current import (
     Measure,
     PairCandidate,
@@ -25,7 +26,7 @@ from gitreduce.pair.current import (
     PairJudge,
     SideCurrent,
 )
-from gitreduce.pair.state import SEED, Alignment, tokenize
+from gitreduce.pair.tokens import tokenize
 from gitreduce.passes.tree import Catalog, TreeReducer
 
 REMEMBERED_BASES = 64

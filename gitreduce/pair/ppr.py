@@ -23,10 +23,12 @@ import tree_sitter
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax, leaves
+from gitreduce.pair.alignment import SEED, VARIANT, Alignment
 from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.seed_view import SeedCurrent
-from gitreduce.pair.state import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
+from gitreduce.pair.state import PairState
+from gitreduce.pair.tokens import TokenList, tokenize
 from gitreduce.pair.treediff import Operation, TreeDiff, diff_trees
 from gitreduce.passes.schedule import reduce_program
 
@@ -181,7 +183,7 @@ def _undone(
     tree_diff: TreeDiff, operations: list[Operation], seed_tokens: TokenList, grammar: Grammar
 ) -> PairCandidate:
     variant = tree_diff.undo(operations)
-    pair = Alignment(seed_tokens, tokenize(variant, grammar)).full()
+    pair = PairState.full(Alignment(seed_tokens, tokenize(variant, grammar)))
     return PairCandidate(seed_tokens.text, variant, measure(pair), pair)
 
 

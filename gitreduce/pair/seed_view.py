@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 
 from gitreduce.core import edits
+from gitreduce.pair.alignment import SEED, Alignment
 from gitreduce.pair.current import (
     Measure,
     PairCandidate,
@@ -28,7 +29,7 @@ from gitreduce.pair.current import (
     PairJudge,
     SideCurrent,
 )
-from gitreduce.pair.state import SEED, Alignment, tokenize
+from gitreduce.pair.tokens import tokenize
 
 # Seed texts whose variant is remembered: a ddmin renders every candidate from
 # the text it started on, several accepted candidates back.

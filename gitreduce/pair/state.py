@@ -1,19 +1,12 @@
-"""The pair every pairwise reducer works on: a seed, a variant, and one token alignment of them.
+"""A point in PPR's search space: which tokens of an alignment survive, which hunks apply.
 
-PPR (FSE'23) reduces three things at once: the seed, the variant and the
-difference between them. All three are views of one object here. The seed and
-the variant are tokenised once and aligned once (Δ_L: a minimal token diff, the
-same figure the benchmark's tokens.py reports); a `PairState` then only records
-which tokens survive and which hunks of the diff are applied, and renders the
-two programs from that. This is the paper's Patch: deleting a seed token deletes
-the same common token from the variant (MinCommonality reduces both programs at
-once), insertions stay anchored where they were in the seed, and applying a
-subset of the hunks gives a variant between the seed and the original variant
-(MinLdiff, dd).
+A `PairState` records only that and renders the two programs from it. This is
+the paper's Patch: deleting a seed token deletes the same common token from the
+variant (MinCommonality reduces both programs at once), insertions stay anchored
+where they were in the seed, and applying a subset of the hunks gives a variant
+between the seed and the original variant (MinLdiff, dd).
 
-Tokens keep the bytes that precede them (white space and comments, "trivia"),
-so a state with everything kept renders the original files byte for byte and
-candidates stay readable and diffable. Rendering copies whole runs of
+Surviving tokens are kept as runs of indices, and rendering copies whole runs of
 consecutive surviving tokens as slices of the original text, so its cost grows
 with the number of gaps, not with the file size: the hot loop renders thousands
 of candidates of 25,000-token files.
@@ -23,233 +16,13 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
-import diff_match_patch
-
-from gitreduce.lang.grammars import Grammar
-from gitreduce.lang.syntax import leaves, plain_tokens
+from gitreduce.pair.alignment import SEED, VARIANT, Alignment, diff_ops
+from gitreduce.pair.tokens import join
 
 # A set of token indices as a flat tuple of half-open runs [start0, end0, start1, end1, ...],
 # sorted, disjoint and never adjacent, so equal sets have equal (hashable) tuples.
 Runs = tuple[int, ...]
-
-SEED = 0
-VARIANT = 1
-
-
-# --- tokens -----------------------------------------------------------------------------------
-
-
-class TokenList:
-    """One program's tokens as byte spans; token i owns text[leads[i]:ends[i]] (its trivia first).
-
-    Owning the preceding trivia (rather than the following) means a run of
-    consecutive tokens is one slice of the original text, and deleting a token
-    takes its indentation and comments with it.
-    """
-
-    __slots__ = ("ends", "leads", "starts", "tail", "text")
-
-    def __init__(self, text: bytes, starts: list[int], ends: list[int]) -> None:
-        if len(starts) != len(ends):
-            raise ValueError("token starts and ends differ in length")
-        self.text = text
-        self.starts = starts
-        self.ends = ends
-        self.leads = [0, *ends[:-1]] if ends else []
-        # the trivia after the last token is kept whatever is deleted (a final newline)
-        self.tail = ends[-1] if ends else 0
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def token(self, index: int) -> bytes:
-        return self.text[self.starts[index] : self.ends[index]]
-
-    def texts(self) -> list[bytes]:
-        text = self.text
-        return [text[start:end] for start, end in zip(self.starts, self.ends, strict=True)]
-
-    @classmethod
-    def from_spans(cls, text: bytes, spans: Iterable[tuple[int, int]]) -> TokenList:
-        starts: list[int] = []
-        ends: list[int] = []
-        previous = 0
-        for start, end in spans:
-            if start < previous or end <= start or end > len(text):
-                raise ValueError(f"token spans must be ordered, disjoint and non-empty: {start}")
-            starts.append(start)
-            ends.append(end)
-            previous = end
-        return cls(text, starts, ends)
-
-
-def tokenize(text: bytes, grammar: Grammar | None = None) -> TokenList:
-    """Tokens as tokens.py counts them (tree-sitter leaves, comments left out), or plain words.
-
-    The grammar's leaves are used directly rather than through `Syntax`, which
-    would parse the text a second time to count its baseline errors.
-    """
-    if grammar is None:
-        return TokenList.from_spans(text, plain_tokens(text))
-    tree = grammar.parser().parse(text)
-    return TokenList.from_spans(text, ((leaf.start_byte, leaf.end_byte) for leaf in leaves(tree)))
-
-
-# --- alignment ---------------------------------------------------------------------------------
-
-
-class Equal(NamedTuple):
-    """Common tokens: seed[seed_start:seed_end] is, token for token, variant[variant_start:...]."""
-
-    seed_start: int
-    seed_end: int
-    variant_start: int
-    variant_end: int
-
-
-class Hunk(NamedTuple):
-    """A maximal change between two common runs: seed-only tokens replaced by variant-only ones.
-
-    Either side may be empty (a pure insertion or deletion). A pure insertion is
-    anchored at seed position `seed_start`, between seed tokens seed_start-1 and
-    seed_start, wherever those tokens went.
-    """
-
-    index: int
-    seed_start: int
-    seed_end: int
-    variant_start: int
-    variant_end: int
-
-    @property
-    def size(self) -> int:
-        return self.seed_end - self.seed_start + self.variant_end - self.variant_start
-
-
-def _diff_ops(seed: list[bytes], variant: list[bytes]) -> list[tuple[int, int]]:
-    """(op, token count) of a minimal token diff, computed exactly as tokens.py's diff_size.
-
-    With Diff_Timeout = 0 diff-match-patch runs Myers' algorithm to the end and
-    skips its half-match shortcut, so the diff is minimal and our difference
-    sizes agree with the benchmark's figure token for token.
-    """
-    table: dict[bytes, int] = {}
-
-    def encode(tokens: list[bytes]) -> str:
-        return "".join(chr(0x100 + table.setdefault(token, len(table))) for token in tokens)
-
-    differ = diff_match_patch.diff_match_patch()
-    differ.Diff_Timeout = 0
-    encoded_seed, encoded_variant = encode(seed), encode(variant)
-    return [(op, len(text)) for op, text in differ.diff_main(encoded_seed, encoded_variant, False)]
-
-
-class Alignment:
-    """Δ_L of two token lists: common runs and the hunks between them, in text order.
-
-    Besides the ops, it keeps per-token maps (which hunk a token belongs to, which
-    token it corresponds to on the other side) so reducers working on parse trees
-    of either program can translate token indices.
-    """
-
-    def __init__(self, seed: TokenList, variant: TokenList) -> None:
-        self.seed = seed
-        self.variant = variant
-        ops: list[Equal | Hunk] = []
-        hunks: list[Hunk] = []
-        seed_at = variant_at = 0
-        pending: list[int] | None = None  # [seed_start, seed_end, variant_start, variant_end]
-
-        def close() -> None:
-            nonlocal pending
-            if pending is not None:
-                hunk = Hunk(len(hunks), *pending)
-                hunks.append(hunk)
-                ops.append(hunk)
-                pending = None
-
-        for op, count in _diff_ops(seed.texts(), variant.texts()):
-            if count == 0:
-                continue
-            if op == 0:
-                close()
-                if ops and isinstance(ops[-1], Equal):  # never after cleanup, but stay canonical
-                    last = ops.pop()
-                    ops.append(Equal(last[0], seed_at + count, last[2], variant_at + count))
-                else:
-                    ops.append(Equal(seed_at, seed_at + count, variant_at, variant_at + count))
-                seed_at += count
-                variant_at += count
-                continue
-            if pending is None:
-                pending = [seed_at, seed_at, variant_at, variant_at]
-            if op < 0:
-                seed_at += count
-                pending[1] = seed_at
-            else:
-                variant_at += count
-                pending[3] = variant_at
-        close()
-        if seed_at != len(seed) or variant_at != len(variant):
-            raise AssertionError("token diff does not cover both token lists")
-
-        self.ops: tuple[Equal | Hunk, ...] = tuple(ops)
-        self.hunks: tuple[Hunk, ...] = tuple(hunks)
-        self.equals: tuple[Equal, ...] = tuple(op for op in ops if isinstance(op, Equal))
-        self.diff_size: int = sum(hunk.size for hunk in hunks)
-
-        self.seed_hunk = [-1] * len(seed)
-        self.variant_hunk = [-1] * len(variant)
-        self.seed_to_variant = [-1] * len(seed)
-        self.variant_to_seed = [-1] * len(variant)
-        for hunk in hunks:
-            for index in range(hunk.seed_start, hunk.seed_end):
-                self.seed_hunk[index] = hunk.index
-            for index in range(hunk.variant_start, hunk.variant_end):
-                self.variant_hunk[index] = hunk.index
-        for equal in self.equals:
-            offset = equal.variant_start - equal.seed_start
-            for index in range(equal.seed_start, equal.seed_end):
-                self.seed_to_variant[index] = index + offset
-                self.variant_to_seed[index + offset] = index
-
-        # Which hunk decides the trivia of common tokens in the variant: the hunk right
-        # before their run (a run before every hunk follows the first hunk). Where seed and
-        # variant differ only in white space (re-indentation around an inserted `if`), the
-        # white space follows that hunk, so applying every hunk reproduces the variant and
-        # applying none reproduces the seed, byte for byte.
-        self._governor: list[int] = []
-        for position, op in enumerate(ops):
-            if isinstance(op, Hunk):
-                self._governor.append(op.index)
-            elif position > 0:
-                self._governor.append(self._governor[-1])
-            else:
-                self._governor.append(0 if hunks else -1)
-        self._tail_governor = self._governor[-1] if ops else -1
-        # (is_hunk, seed_start, seed_end, variant_start, variant_end, deciding hunk) per op,
-        # flat tuples for the rendering sweep
-        self._table: tuple[tuple[bool, int, int, int, int, int], ...] = tuple(
-            (isinstance(op, Hunk), op[-4], op[-3], op[-2], op[-1], decider)
-            for op, decider in zip(ops, self._governor, strict=True)
-        )
-        self._hunk_seed_ranges = [(hunk.seed_start, hunk.seed_end) for hunk in hunks]
-        self._hunk_variant_ranges = [(hunk.variant_start, hunk.variant_end) for hunk in hunks]
-
-    @classmethod
-    def of(cls, seed: bytes, variant: bytes, grammar: Grammar | None = None) -> Alignment:
-        return cls(tokenize(seed, grammar), tokenize(variant, grammar))
-
-    def full(self) -> PairState:
-        """The original pair: every token kept, every hunk applied."""
-        return PairState(
-            self,
-            _full(len(self.seed)),
-            _full(len(self.variant)),
-            frozenset(range(len(self.hunks))),
-        )
 
 
 # --- runs of indices ---------------------------------------------------------------------------
@@ -338,63 +111,6 @@ def runs_indices(kept: Runs) -> list[int]:
     return indices
 
 
-# --- rendering ---------------------------------------------------------------------------------
-
-_WORD, _OPERATOR, _QUOTE = 1, 2, 3
-
-
-def _byte_classes() -> bytes:
-    classes = bytearray(256)
-    for byte in range(256):
-        char = chr(byte)
-        if byte >= 0x80 or char.isalnum() or char in "_$":
-            classes[byte] = _WORD
-        elif char in "!#%&*+-./:<=>?@\\^|~":
-            classes[byte] = _OPERATOR
-        elif char in "'\"`":
-            classes[byte] = _QUOTE
-    return bytes(classes)
-
-
-_CLASSES = _byte_classes()
-_GLUING = {
-    (_WORD, _WORD),  # `int` `x` -> `intx`
-    (_WORD, _QUOTE),  # `L` `"s"` -> a prefixed literal
-    (_QUOTE, _WORD),  # `"s"` `x` -> a C++ literal suffix
-    (_QUOTE, _QUOTE),
-    (_OPERATOR, _OPERATOR),  # `+` `+` -> `++`, `/` `/` -> a comment
-}
-# Indexed [left << 8 | right]: whether two bytes meeting at a deletion would lex as one token.
-_GLUES = bytes(
-    (_CLASSES[left], _CLASSES[right]) in _GLUING for left in range(256) for right in range(256)
-)
-
-
-def _join(chunks: list[bytes], gaps: list[bool] | None = None) -> bytes:
-    """Concatenate rendered runs, with one space where a deletion made two tokens merge.
-
-    Deleting tokens can bring bytes together that never touched (`a+b` minus `+`
-    reads `ab`); the tokens of a candidate must stay the kept tokens, or token
-    counts, diff sizes and the syntax check would all describe another program.
-    Only joints where something was deleted (`gaps[i]` for chunk i; all joints
-    when `gaps` is None) are checked: elsewhere the two tokens stood side by
-    side in one of the originals, and a space there could change a string.
-    """
-    if len(chunks) < 2:
-        return b"".join(chunks)
-    out = [chunks[0]]
-    last = chunks[0][-1] if chunks[0] else -1
-    for index in range(1, len(chunks)):
-        chunk = chunks[index]
-        if not chunk:
-            continue
-        if last >= 0 and (gaps is None or gaps[index]) and _GLUES[last << 8 | chunk[0]]:
-            out.append(b" ")
-        out.append(chunk)
-        last = chunk[-1]
-    return b"".join(out)
-
-
 # --- pair states -------------------------------------------------------------------------------
 
 
@@ -453,6 +169,16 @@ class PairState:
         return (
             f"PairState(seed={self.seed_tokens()}, variant={self.variant_tokens()}, "
             f"diff={self.diff_tokens()}, applied={sorted(self.applied)})"
+        )
+
+    @classmethod
+    def full(cls, alignment: Alignment) -> PairState:
+        """The original pair: every token kept, every hunk applied."""
+        return cls(
+            alignment,
+            _full(len(alignment.seed)),
+            _full(len(alignment.variant)),
+            frozenset(range(len(alignment.hunks))),
         )
 
     # derivations
@@ -560,11 +286,12 @@ class PairState:
         """Tokens inserted plus deleted, counted from the state.
 
         An applied hunk contributes its surviving seed-only and variant-only
-        tokens. This is tokens.py's figure for the rendered pair whenever the
-        kept tokens re-tokenise to themselves and the reductions touched only
-        hunk tokens (then, by the triangle inequality, no diff can be shorter);
-        deleting common tokens can let a shorter alignment appear, so after
-        MinCommonality it is an upper bound and `minimal_diff_tokens()` is exact.
+        tokens. This is the benchmarks' difference size for the rendered pair
+        whenever the kept tokens re-tokenise to themselves and the reductions
+        touched only hunk tokens (then, by the triangle inequality, no diff can
+        be shorter); deleting common tokens can let a shorter alignment appear,
+        so after MinCommonality it is an upper bound and `minimal_diff_tokens()`
+        is exact.
         """
         seed_counts, variant_counts = self.hunk_counts()
         return sum(seed_counts[index] + variant_counts[index] for index in self.applied)
@@ -584,7 +311,7 @@ class PairState:
         """A fresh minimal token diff of the kept tokens (costly on big pairs: a Myers run)."""
         return sum(
             count
-            for op, count in _diff_ops(self.seed_token_texts(), self.variant_token_texts())
+            for op, count in diff_ops(self.seed_token_texts(), self.variant_token_texts())
             if op
         )
 
@@ -598,7 +325,7 @@ class PairState:
             chunks[-1] += text[seed.tail :]
         else:
             chunks.append(text[seed.tail :])
-        return _join(chunks)
+        return join(chunks)
 
     def variant_text(self) -> bytes:
         alignment = self.alignment
@@ -611,7 +338,7 @@ class PairState:
         governor = alignment._tail_governor
         tail_side = sources[VARIANT if governor < 0 or governor in self.applied else SEED]
         chunks.append(tail_side.text[tail_side.tail :])
-        return _join(chunks, [*gaps, tail_gap])
+        return join(chunks, [*gaps, tail_gap])
 
     def variant_runs(self) -> list[tuple[int, int, int]]:
         """The variant as maximal runs (SEED or VARIANT, start, stop) of one source's tokens."""

@@ -1,0 +1,166 @@
+"""The pair every pairwise reducer works on: a seed, a variant, and one token alignment of them.
+
+PPR (FSE'23) reduces three things at once: the seed, the variant and the
+difference between them. All three are views of one object here. The seed and
+the variant are tokenised once and aligned once (Δ_L: a minimal token diff, the
+same difference size the benchmarks report); a `PairState` (state module) then
+only records which tokens survive and which hunks of the diff are applied, and
+renders the two programs from that.
+
+`SEED` and `VARIANT` name the two programs wherever a token index needs one.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import diff_match_patch
+
+from gitreduce.lang.grammars import Grammar
+from gitreduce.pair.tokens import TokenList, tokenize
+
+SEED = 0
+VARIANT = 1
+
+
+class Equal(NamedTuple):
+    """Common tokens: seed[seed_start:seed_end] is, token for token, variant[variant_start:...]."""
+
+    seed_start: int
+    seed_end: int
+    variant_start: int
+    variant_end: int
+
+
+class Hunk(NamedTuple):
+    """A maximal change between two common runs: seed-only tokens replaced by variant-only ones.
+
+    Either side may be empty (a pure insertion or deletion). A pure insertion is
+    anchored at seed position `seed_start`, between seed tokens seed_start-1 and
+    seed_start, wherever those tokens went.
+    """
+
+    index: int
+    seed_start: int
+    seed_end: int
+    variant_start: int
+    variant_end: int
+
+    @property
+    def size(self) -> int:
+        return self.seed_end - self.seed_start + self.variant_end - self.variant_start
+
+
+def diff_ops(seed: list[bytes], variant: list[bytes]) -> list[tuple[int, int]]:
+    """(op, token count) of a minimal token diff, computed as the benchmarks compute its size.
+
+    With Diff_Timeout = 0 diff-match-patch runs Myers' algorithm to the end and
+    skips its half-match shortcut, so the diff is minimal and our difference
+    sizes agree with the benchmark's figure token for token.
+    """
+    table: dict[bytes, int] = {}
+
+    def encode(tokens: list[bytes]) -> str:
+        return "".join(chr(0x100 + table.setdefault(token, len(table))) for token in tokens)
+
+    differ = diff_match_patch.diff_match_patch()
+    differ.Diff_Timeout = 0
+    encoded_seed, encoded_variant = encode(seed), encode(variant)
+    return [(op, len(text)) for op, text in differ.diff_main(encoded_seed, encoded_variant, False)]
+
+
+class Alignment:
+    """Δ_L of two token lists: common runs and the hunks between them, in text order.
+
+    Besides the ops, it keeps per-token maps (which hunk a token belongs to, which
+    token it corresponds to on the other side) so reducers working on parse trees
+    of either program can translate token indices.
+    """
+
+    def __init__(self, seed: TokenList, variant: TokenList) -> None:
+        self.seed = seed
+        self.variant = variant
+        ops: list[Equal | Hunk] = []
+        hunks: list[Hunk] = []
+        seed_at = variant_at = 0
+        pending: list[int] | None = None  # [seed_start, seed_end, variant_start, variant_end]
+
+        def close() -> None:
+            nonlocal pending
+            if pending is not None:
+                hunk = Hunk(len(hunks), *pending)
+                hunks.append(hunk)
+                ops.append(hunk)
+                pending = None
+
+        for op, count in diff_ops(seed.texts(), variant.texts()):
+            if count == 0:
+                continue
+            if op == 0:
+                close()
+                if ops and isinstance(ops[-1], Equal):  # never after cleanup, but stay canonical
+                    last = ops.pop()
+                    ops.append(Equal(last[0], seed_at + count, last[2], variant_at + count))
+                else:
+                    ops.append(Equal(seed_at, seed_at + count, variant_at, variant_at + count))
+                seed_at += count
+                variant_at += count
+                continue
+            if pending is None:
+                pending = [seed_at, seed_at, variant_at, variant_at]
+            if op < 0:
+                seed_at += count
+                pending[1] = seed_at
+            else:
+                variant_at += count
+                pending[3] = variant_at
+        close()
+        if seed_at != len(seed) or variant_at != len(variant):
+            raise AssertionError("token diff does not cover both token lists")
+
+        self.ops: tuple[Equal | Hunk, ...] = tuple(ops)
+        self.hunks: tuple[Hunk, ...] = tuple(hunks)
+        self.equals: tuple[Equal, ...] = tuple(op for op in ops if isinstance(op, Equal))
+        self.diff_size: int = sum(hunk.size for hunk in hunks)
+
+        self.seed_hunk = [-1] * len(seed)
+        self.variant_hunk = [-1] * len(variant)
+        self.seed_to_variant = [-1] * len(seed)
+        self.variant_to_seed = [-1] * len(variant)
+        for hunk in hunks:
+            for index in range(hunk.seed_start, hunk.seed_end):
+                self.seed_hunk[index] = hunk.index
+            for index in range(hunk.variant_start, hunk.variant_end):
+                self.variant_hunk[index] = hunk.index
+        for equal in self.equals:
+            offset = equal.variant_start - equal.seed_start
+            for index in range(equal.seed_start, equal.seed_end):
+                self.seed_to_variant[index] = index + offset
+                self.variant_to_seed[index + offset] = index
+
+        # Which hunk decides the trivia of common tokens in the variant: the hunk right
+        # before their run (a run before every hunk follows the first hunk). Where seed and
+        # variant differ only in white space (re-indentation around an inserted `if`), the
+        # white space follows that hunk, so applying every hunk reproduces the variant and
+        # applying none reproduces the seed, byte for byte.
+        self._governor: list[int] = []
+        for position, op in enumerate(ops):
+            if isinstance(op, Hunk):
+                self._governor.append(op.index)
+            elif position > 0:
+                self._governor.append(self._governor[-1])
+            else:
+                self._governor.append(0 if hunks else -1)
+        self._tail_governor = self._governor[-1] if ops else -1
+        # (is_hunk, seed_start, seed_end, variant_start, variant_end, deciding hunk) per op,
+        # flat tuples for the rendering sweep
+        self._table: tuple[tuple[bool, int, int, int, int, int], ...] = tuple(
+            (isinstance(op, Hunk), op[-4], op[-3], op[-2], op[-1], decider)
+            for op, decider in zip(ops, self._governor, strict=True)
+        )
+        self._hunk_seed_ranges = [(hunk.seed_start, hunk.seed_end) for hunk in hunks]
+        self._hunk_variant_ranges = [(hunk.variant_start, hunk.variant_end) for hunk in hunks]
+
+    @classmethod
+    def of(cls, seed: bytes, variant: bytes, grammar: Grammar | None = None) -> Alignment:
+        return cls(tokenize(seed, grammar), tokenize(variant, grammar))
