@@ -2,7 +2,38 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gitreduce.lang import grammars
 from gitreduce.pair.alignment import Alignment, Hunk
+
+CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "cases"
+
+# Difference sizes of the public cases as the benchmarks' reference token counter reports
+# them (`tokens.py SEED VARIANT`, run once with tree-sitter 0.26.1, tree-sitter-c 0.24.2,
+# tree-sitter-cpp 0.23.4 and tree-sitter-rust 0.24.2)
+BENCHMARK_DIFF_SIZES = {
+    "gcc12-pr109392": 527,
+    "gxx12-pr109804": 190,
+    "rustc195-105238": 244,
+    "toy-gcc-pattern": 22,
+}
+
+
+def lcs_length(first: list[bytes], second: list[bytes]) -> int:
+    """Length of a longest common subsequence, by the textbook table."""
+    row = [0] * (len(second) + 1)
+    for item in first:
+        diagonal = 0
+        for j, other in enumerate(second):
+            above = row[j + 1]
+            row[j + 1] = diagonal + 1 if item == other else max(row[j], above)
+            diagonal = above
+    return row[-1]
 
 
 def test_alignment_ops_cover_both_lists_in_order() -> None:
@@ -35,3 +66,29 @@ def test_alignment_ops_cover_both_lists_in_order() -> None:
 def test_hunk_fields() -> None:
     hunk = Hunk(0, 2, 4, 2, 3)
     assert hunk.size == 3
+
+
+words = st.lists(st.sampled_from(["a", "b", "c", "x", "+"]), max_size=25)
+
+
+@given(words, words)
+def test_the_difference_is_a_minimal_token_diff(seed: list[str], variant: list[str]) -> None:
+    """Inserted plus deleted tokens: as few as any diff can have, n + m - 2 LCS."""
+    alignment = Alignment.of(" ".join(seed).encode(), " ".join(variant).encode())
+    first, second = alignment.seed.texts(), alignment.variant.texts()
+    assert alignment.diff_size == len(first) + len(second) - 2 * lcs_length(first, second)
+    assert sum(equal.seed_end - equal.seed_start for equal in alignment.equals) == lcs_length(
+        first, second
+    )
+
+
+@pytest.mark.parametrize(("name", "size"), BENCHMARK_DIFF_SIZES.items())
+def test_difference_sizes_of_the_benchmark_cases_are_the_benchmarks(name: str, size: int) -> None:
+    (seed_path,) = (CASES / name).glob("seed.*")
+    (variant_path,) = (CASES / name).glob("variant.*")
+    language = grammars.detect(seed_path.name)
+    assert language is not None
+    grammar = grammars.load(language)
+    assert grammar is not None
+    alignment = Alignment.of(seed_path.read_bytes(), variant_path.read_bytes(), grammar)
+    assert alignment.diff_size == size
