@@ -40,7 +40,9 @@ class Hunk(NamedTuple):
     seed_start, wherever those tokens went.
     """
 
-    index: int
+    # the hunk's number: as a field it shadows the tuple method index (NamedTuple allows that,
+    # mypy reports it)
+    index: int  # type: ignore[assignment]
     seed_start: int
     seed_end: int
     variant_start: int
@@ -93,10 +95,10 @@ class Alignment:
                 ops.append(hunk)
                 pending = None
 
-        for op, count in diff_ops(seed.texts(), variant.texts()):
+        for change, count in diff_ops(seed.texts(), variant.texts()):
             if count == 0:
                 continue
-            if op == 0:
+            if change == 0:
                 close()
                 if ops and isinstance(ops[-1], Equal):  # never after cleanup, but stay canonical
                     last = ops.pop()
@@ -108,7 +110,7 @@ class Alignment:
                 continue
             if pending is None:
                 pending = [seed_at, seed_at, variant_at, variant_at]
-            if op < 0:
+            if change < 0:
                 seed_at += count
                 pending[1] = seed_at
             else:

@@ -83,7 +83,9 @@ class ChangedCurrent(SideCurrent):
         return diff, len(text) + len(self.other)
 
     def _pair(self, candidate: bytes) -> PairCandidate:
-        own = self._sides.get(candidate.base) if isinstance(candidate, edits.Rendered) else None
+        if not isinstance(candidate, edits.Rendered):
+            return PairCandidate(b"", b"", None)
+        own = self._sides.get(candidate.base)
         if own is None:
             return PairCandidate(b"", b"", None)
         diff = own.alignment.diff_size

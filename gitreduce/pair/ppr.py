@@ -29,7 +29,7 @@ from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.seed_view import SeedCurrent
 from gitreduce.pair.state import PairState
 from gitreduce.pair.tokens import TokenList, tokenize
-from gitreduce.pair.treediff import Operation, TreeDiff, diff_trees
+from gitreduce.pair.treediff import Operation, Replacement, TreeDiff, Update, diff_trees
 from gitreduce.passes.schedule import reduce_program
 
 
@@ -158,7 +158,7 @@ def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
     while True:
         seed, variant = current.state.seed_text(), current.state.variant_text()
         tree_diff = diff_trees(syntax.parse(seed).tree, seed, syntax.parse(variant).tree, variant)
-        operations = sorted(
+        operations: list[Update | Replacement] = sorted(
             [*tree_diff.updates, *tree_diff.replacements], key=lambda op: op.variant_span
         )
         seed_tokens = tokenize(seed, grammar)

@@ -166,7 +166,9 @@ class SeedCurrent(SideCurrent):
 
     def _pair(self, candidate: bytes) -> PairCandidate:
         """The candidate seed with its patched variant (measure None: not derivable)."""
-        patch = self._patches.get(candidate.base) if isinstance(candidate, edits.Rendered) else None
+        if not isinstance(candidate, edits.Rendered):
+            return PairCandidate(candidate, b"", None)
+        patch = self._patches.get(candidate.base)
         if patch is None:
             return PairCandidate(candidate, b"", None)
         carried = patch.carry(candidate.edits)
