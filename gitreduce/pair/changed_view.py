@@ -18,7 +18,7 @@ from itertools import accumulate
 import tree_sitter
 
 from gitreduce.core import edits
-from gitreduce.pair.alignment import SEED, Alignment, tokenize
+from gitreduce.pair.alignment import SEED, Alignment
 from gitreduce.pair.current import (
     Measure,
     PairCandidate,
@@ -26,6 +26,7 @@ from gitreduce.pair.current import (
     PairJudge,
     SideCurrent,
 )
+from gitreduce.pair.tokens import tokenize
 from gitreduce.passes.tree import Catalog, TreeReducer
 
 REMEMBERED_BASES = 64
@@ -82,7 +83,9 @@ class ChangedCurrent(SideCurrent):
         return diff, len(text) + len(self.other)
 
     def _pair(self, candidate: bytes) -> PairCandidate:
-        own = self._sides.get(candidate.base) if isinstance(candidate, edits.Rendered) else None
+        if not isinstance(candidate, edits.Rendered):
+            return PairCandidate(b"", b"", None)
+        own = self._sides.get(candidate.base)
         if own is None:
             return PairCandidate(b"", b"", None)
         diff = own.alignment.diff_size

@@ -19,7 +19,8 @@ from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine, Precheck
 from gitreduce.core.outcome import Outcome
 from gitreduce.lang.syntax import Syntax
-from gitreduce.pair.alignment import SEED, Alignment, PairState
+from gitreduce.pair.alignment import SEED, Alignment
+from gitreduce.pair.state import PairState
 
 if TYPE_CHECKING:
     from gitreduce.lang.grammars import Grammar
@@ -247,4 +248,4 @@ class SideCurrent(Current, ABC):
         self.text = winner.seed if self.side == SEED else winner.variant
         self.parsed = self.syntax.parse(self.text) if self.syntax is not None else None
         self._adopt(alignment)
-        self.pair.adopt(alignment.full())
+        self.pair.adopt(PairState.full(alignment))

@@ -1,6 +1,6 @@
 """Zeller's dd: isolate a failure-inducing difference between a passing and a failing input.
 
-This is the baseline the PPR paper compares against. ALGORITHMS.md lists two
+This is the baseline the PPR paper compares against. docs/algorithms.md lists two
 ways to feed it a seed/variant pair, and both are here:
 
 - `isolate_hunks` (`--algorithm dd`), Zeller's "yesterday it worked" use: the
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Literal, overload
 
-from gitreduce.pair.alignment import PairState
+from gitreduce.pair.state import PairState
 
 Verdict = Literal["pass", "fail", "unresolved"]
 Subset = tuple[int, ...]

@@ -25,11 +25,13 @@ from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax, leaves
-from gitreduce.pair.alignment import SEED, VARIANT, Alignment, PairState, TokenList, tokenize
+from gitreduce.pair.alignment import SEED, VARIANT, Alignment
 from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.seed_view import SeedCurrent
-from gitreduce.pair.treediff import Operation, TreeDiff, diff_trees
+from gitreduce.pair.state import PairState
+from gitreduce.pair.tokens import TokenList, tokenize
+from gitreduce.pair.treediff import Operation, Replacement, TreeDiff, Update, diff_trees
 from gitreduce.passes.schedule import reduce_program
 
 
@@ -158,7 +160,7 @@ def undo_replacements(current: PairCurrent, syntax: Syntax) -> bool:
     while True:
         seed, variant = current.state.seed_text(), current.state.variant_text()
         tree_diff = diff_trees(syntax.parse(seed).tree, seed, syntax.parse(variant).tree, variant)
-        operations = sorted(
+        operations: list[Update | Replacement] = sorted(
             [*tree_diff.updates, *tree_diff.replacements], key=lambda op: op.variant_span
         )
         seed_tokens = tokenize(seed, grammar)
@@ -185,7 +187,7 @@ def _undone(
     tree_diff: TreeDiff, operations: list[Operation], seed_tokens: TokenList, grammar: Grammar
 ) -> PairCandidate:
     variant = tree_diff.undo(operations)
-    pair = Alignment(seed_tokens, tokenize(variant, grammar)).full()
+    pair = PairState.full(Alignment(seed_tokens, tokenize(variant, grammar)))
     return PairCandidate(seed_tokens.text, variant, measure(pair), pair)
 
 

@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
 
 from gitreduce.core import edits
-from gitreduce.pair.alignment import SEED, Alignment, tokenize
+from gitreduce.pair.alignment import SEED, Alignment
 from gitreduce.pair.current import (
     Measure,
     PairCandidate,
@@ -29,6 +29,7 @@ from gitreduce.pair.current import (
     PairJudge,
     SideCurrent,
 )
+from gitreduce.pair.tokens import tokenize
 
 # Seed texts whose variant is remembered: a ddmin renders every candidate from
 # the text it started on, several accepted candidates back.
@@ -165,7 +166,9 @@ class SeedCurrent(SideCurrent):
 
     def _pair(self, candidate: bytes) -> PairCandidate:
         """The candidate seed with its patched variant (measure None: not derivable)."""
-        patch = self._patches.get(candidate.base) if isinstance(candidate, edits.Rendered) else None
+        if not isinstance(candidate, edits.Rendered):
+            return PairCandidate(candidate, b"", None)
+        patch = self._patches.get(candidate.base)
         if patch is None:
             return PairCandidate(candidate, b"", None)
         carried = patch.carry(candidate.edits)

@@ -25,10 +25,11 @@ from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec
-from gitreduce.pair.alignment import Alignment, PairState
+from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
+from gitreduce.pair.state import PairState
 from gitreduce.sessions.run import calibrated_run, resolve_grammar, run_figures
 
 
@@ -117,7 +118,7 @@ def reduce_pair_texts(
     spec = pair_spec(settings)
     seed_expected = seed_verdict(settings.polarity)
     alignment = Alignment.of(settings.seed, settings.variant, grammar)
-    full = alignment.full()
+    full = PairState.full(alignment)
     seed_out, variant_out = settings.seed, settings.variant
 
     def seed_ok(outcome: Outcome) -> bool:
@@ -298,7 +299,7 @@ def _isolate(
         """The pair as a state: the passing program as its seed, the failing as its variant."""
         passing, failing = latest.pop()
         pair = Alignment.of(passing.variant_text(), failing.variant_text(), grammar)
-        current.adopt(pair.full())
+        current.adopt(PairState.full(pair))
         shown[0] = time.monotonic()
 
     def follow(passing: PairState, failing: PairState) -> None:
@@ -311,7 +312,7 @@ def _isolate(
         if algorithm == "dd":
             isolate_hunks(current.state, classify, follow)
             return
-        from_nothing = Alignment.of(b"", current.state.variant_text(), grammar).full()
+        from_nothing = PairState.full(Alignment.of(b"", current.state.variant_text(), grammar))
         empty = from_nothing.without_variant_tokens(range(len(from_nothing.alignment.variant)))
         if classify(empty) != "pass":
             raise UserError(

@@ -25,6 +25,7 @@ from gitreduce.pair.changed_view import ChangedCurrent, reduce_changed_subtrees
 from gitreduce.pair.current import PairCandidate, PairCurrent
 from gitreduce.pair.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
 from gitreduce.pair.seed_view import SeedCurrent, VariantPatch
+from gitreduce.pair.state import PairState
 
 C = grammars.load("c")
 
@@ -71,7 +72,7 @@ def pair_current(
     def variant_ok(outcome: Outcome) -> bool:
         return outcome.verdict is Verdict.BAD
 
-    state = Alignment.of(seed, variant, C).full()
+    state = PairState.full(Alignment.of(seed, variant, C))
     return PairCurrent(state, engine, syntax, seed_ok, variant_ok)
 
 
@@ -273,7 +274,7 @@ def test_the_side_that_refuses_more_often_is_tested_first() -> None:
 
     engine = make_engine(bug, jobs=1, tested=tested)
     seed, variant = b"int f() { x = y; }\n", b"int f() { x = y--; }\n"
-    state = Alignment.of(seed, variant, C).full()
+    state = PairState.full(Alignment.of(seed, variant, C))
     current = PairCurrent(
         state,
         engine,

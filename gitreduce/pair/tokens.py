@@ -1,0 +1,131 @@
+"""One program's tokens: byte spans that own their leading trivia, and how kept ones are joined.
+
+Tokens keep the bytes that precede them (white space and comments, "trivia"),
+so a pair state with everything kept renders the original files byte for byte
+and candidates stay readable and diffable. With a grammar, tokens are the
+tree-sitter leaves without comments (what the benchmarks count); without one,
+plain words.
+
+When deletions bring two kept tokens together, `join` puts a space between
+them where their bytes would lex as one token; the byte classes decide where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gitreduce.lang.grammars import Grammar
+from gitreduce.lang.syntax import leaves, plain_tokens
+
+
+class TokenList:
+    """One program's tokens as byte spans; token i owns text[leads[i]:ends[i]] (its trivia first).
+
+    Owning the preceding trivia (rather than the following) means a run of
+    consecutive tokens is one slice of the original text, and deleting a token
+    takes its indentation and comments with it.
+    """
+
+    __slots__ = ("ends", "leads", "starts", "tail", "text")
+
+    def __init__(self, text: bytes, starts: list[int], ends: list[int]) -> None:
+        if len(starts) != len(ends):
+            raise ValueError("token starts and ends differ in length")
+        self.text = text
+        self.starts = starts
+        self.ends = ends
+        self.leads = [0, *ends[:-1]] if ends else []
+        # the trivia after the last token is kept whatever is deleted (a final newline)
+        self.tail = ends[-1] if ends else 0
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def token(self, index: int) -> bytes:
+        return self.text[self.starts[index] : self.ends[index]]
+
+    def texts(self) -> list[bytes]:
+        text = self.text
+        return [text[start:end] for start, end in zip(self.starts, self.ends, strict=True)]
+
+    @classmethod
+    def from_spans(cls, text: bytes, spans: Iterable[tuple[int, int]]) -> TokenList:
+        starts: list[int] = []
+        ends: list[int] = []
+        previous = 0
+        for start, end in spans:
+            if start < previous or end <= start or end > len(text):
+                raise ValueError(f"token spans must be ordered, disjoint and non-empty: {start}")
+            starts.append(start)
+            ends.append(end)
+            previous = end
+        return cls(text, starts, ends)
+
+
+def tokenize(text: bytes, grammar: Grammar | None = None) -> TokenList:
+    """Tokens as the benchmarks count them (tree-sitter leaves, comments left out), or plain words.
+
+    The grammar's leaves are used directly rather than through `Syntax`, which
+    would parse the text a second time to count its baseline errors.
+    """
+    if grammar is None:
+        return TokenList.from_spans(text, plain_tokens(text))
+    tree = grammar.parser().parse(text)
+    return TokenList.from_spans(text, ((leaf.start_byte, leaf.end_byte) for leaf in leaves(tree)))
+
+
+# --- joining kept tokens -----------------------------------------------------------------------
+
+_WORD, _OPERATOR, _QUOTE = 1, 2, 3
+
+
+def _byte_classes() -> bytes:
+    classes = bytearray(256)
+    for byte in range(256):
+        char = chr(byte)
+        if byte >= 0x80 or char.isalnum() or char in "_$":
+            classes[byte] = _WORD
+        elif char in "!#%&*+-./:<=>?@\\^|~":
+            classes[byte] = _OPERATOR
+        elif char in "'\"`":
+            classes[byte] = _QUOTE
+    return bytes(classes)
+
+
+_CLASSES = _byte_classes()
+_GLUING = {
+    (_WORD, _WORD),  # `int` `x` -> `intx`
+    (_WORD, _QUOTE),  # `L` `"s"` -> a prefixed literal
+    (_QUOTE, _WORD),  # `"s"` `x` -> a C++ literal suffix
+    (_QUOTE, _QUOTE),
+    (_OPERATOR, _OPERATOR),  # `+` `+` -> `++`, `/` `/` -> a comment
+}
+# Indexed [left << 8 | right]: whether two bytes meeting at a deletion would lex as one token.
+_GLUES = bytes(
+    (_CLASSES[left], _CLASSES[right]) in _GLUING for left in range(256) for right in range(256)
+)
+
+
+def join(chunks: list[bytes], gaps: list[bool] | None = None) -> bytes:
+    """Concatenate rendered runs, with one space where a deletion made two tokens merge.
+
+    Deleting tokens can bring bytes together that never touched (`a+b` minus `+`
+    reads `ab`); the tokens of a candidate must stay the kept tokens, or token
+    counts, diff sizes and the syntax check would all describe another program.
+    Only joints where something was deleted (`gaps[i]` for chunk i; all joints
+    when `gaps` is None) are checked: elsewhere the two tokens stood side by
+    side in one of the originals, and a space there could change a string.
+    """
+    if len(chunks) < 2:
+        return b"".join(chunks)
+    out = [chunks[0]]
+    last = chunks[0][-1] if chunks[0] else -1
+    for index in range(1, len(chunks)):
+        chunk = chunks[index]
+        if not chunk:
+            continue
+        if last >= 0 and (gaps is None or gaps[index]) and _GLUES[last << 8 | chunk[0]]:
+            out.append(b" ")
+        out.append(chunk)
+        last = chunk[-1]
+    return b"".join(out)
