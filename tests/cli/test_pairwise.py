@@ -34,7 +34,7 @@ PAIR = FIXTURES / "pairs" / "sequence-point"
 FIGURE1 = FIXTURES / "ppr-figure1"
 FIGURE3 = FIXTURES / "ppr-figure3"
 GIT_REDUCE = Path(sys.executable).parent / "git-reduce"
-TOKENS_PY = ROOT.parent / "shared" / "bench" / "tools" / "tokens.py"
+TOKENS_PY = ROOT / "benchmarks" / "tools" / "tokens.py"  # the benchmarks' reference counter
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
 
