@@ -27,7 +27,7 @@ from support import (
 
 from gitreduce.core.engine import Engine, blob_id
 from gitreduce.core.outcome import Verdict
-from gitreduce.git.verdicts import CACHE_REF_PREFIX, GitVerdictCache
+from gitreduce.git.cache_log import CACHE_REF_PREFIX, GitVerdictCache
 from gitreduce.oracle.runner import Oracle
 from gitreduce.oracle.spec import TestSpec
 
@@ -154,7 +154,7 @@ def test_the_first_verdict_wins(bare):
 READER = textwrap.dedent(
     """
     import json, sys, pygit2
-    from gitreduce.git.verdicts import GitVerdictCache
+    from gitreduce.git.cache_log import GitVerdictCache
     cache = GitVerdictCache(pygit2.Repository(sys.argv[1]), sys.argv[2])
     keys = sys.argv[3:]
     found = {key: cache.get(key) for key in keys}
@@ -221,7 +221,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time, pygit2
     from pathlib import Path
-    from gitreduce.git.verdicts import GitVerdictCache
+    from gitreduce.git.cache_log import GitVerdictCache
     from gitreduce.core.outcome import Outcome, Verdict
     path, fingerprint, tag, count, per_flush, go, compact_after = sys.argv[1:8]
     count, per_flush = int(count), int(per_flush)
@@ -329,7 +329,7 @@ def test_a_writer_whose_ref_moved_after_it_read_it_keeps_the_other_seal(
 CREATOR = textwrap.dedent(
     """
     import hashlib, sys, time, pygit2
-    from gitreduce.git.verdicts import GitVerdictCache
+    from gitreduce.git.cache_log import GitVerdictCache
     from gitreduce.core.outcome import Outcome, Verdict
     path, tag, rounds, start = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     repo = pygit2.Repository(path)
@@ -412,7 +412,7 @@ CHECKPOINTER = textwrap.dedent(
     """
     import sys, time, pygit2
     from pathlib import Path
-    from gitreduce.git.verdicts import GitVerdictCache
+    from gitreduce.git.cache_log import GitVerdictCache
     from gitreduce.core.outcome import Outcome, Verdict
     path, fingerprint, tag, count, go, seal_after, then = sys.argv[1:8]
     cache = GitVerdictCache(pygit2.Repository(path), fingerprint, checkpoint_seconds=0.002,
