@@ -18,7 +18,7 @@ import tree_sitter
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.git.cache_log import GitVerdictCache
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import reduce_program

@@ -1,24 +1,12 @@
-"""The repository's object store as gitreduce's memory: the verdict cache.
+"""Writing a verdict cache's ref: checkpoints, seals, compaction, packing, among concurrent writers.
 
-Everything here writes objects and cache refs only; nothing reads or writes
-the user's working tree, index, HEAD or any branch. Paths and locks in the git
-directory come from `gitreduce.git.layout`; result branches and patches are
-`gitreduce.git.results`.
+Job: `CacheLog`, one writer's commits on `refs/reduce/cache/<fingerprint>`
+(in the format of `gitreduce.git.cache_format`): it commits the verdicts a
+`gitreduce.git.verdicts.GitVerdictCache` has pending, takes in what other
+writers committed, deletes its own unreachable objects and packs the rest.
+The cache and its log share the verdicts through a `CacheMemory`.
 
-The verdict cache
------------------
-One ref per test fingerprint, `refs/reduce/cache/<fingerprint>`, points at a
-commit whose tree is::
-
-    README                          what this is, how to share it
-    batches/<batch>/verdicts        the records of one batch: lines "<blob id> <record>"
-    batches/<batch>/<16 hex>        that batch's candidate blobs (entry id == key)
-    verdicts/<ab>                   compacted records, one blob per key prefix
-    candidates/<ab>/<14 hex>        compacted candidate blobs
-
-Why this shape:
-- Verdicts and candidates are reachable from a ref, so `git gc --prune=now`
-  keeps them and `git push/fetch 'refs/reduce/*'` carries them.
+Why it writes the way it does:
 - Two kinds of commits. A *checkpoint* adds one batch on top of the tip, at
   most every `checkpoint_seconds` (sooner once `checkpoint_verdicts` are
   pending): it only exists so that a kill -9 loses no more than the last
@@ -38,9 +26,7 @@ Why this shape:
   those that no sealed commit made since it wrote them refers to (another
   writer's seal keeps the batches it does not own). Compactions and sealed
   batches have no such name and are never deleted.
-- Every `compact_after` batches a seal folds them into the 256 prefix shards,
-  keeping the batch list, which every commit rewrites, short. Reads load
-  everything into a dict once.
+- Every `compact_after` batches a seal folds them into the 256 prefix shards.
 - Sealed history only moves forward, so fetches of finished runs
   fast-forward, and a compare-and-swap on the ref lets concurrent writers
   detect each other: in a ref transaction, a writer takes the ref's lock,
@@ -63,41 +49,45 @@ Why this shape:
   asks for such files to be deleted by hand, but writers here move refs
   only while holding a flock (which dies with its process), so the holder
   knows an old lock file is stale and deletes it.
-- Records are compact JSON arrays and candidate entries have short names:
-  once candidates are delta-packed, this bookkeeping is what takes the space.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import random
-import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import pygit2
 from pygit2.enums import FileMode
 
 from gitreduce.core.errors import UserError
-from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.outcome import Outcome
+from gitreduce.git.cache_format import (
+    BATCHES,
+    CACHE_REF_PREFIX,
+    CHECKPOINT,
+    NAME_END,
+    README,
+    README_TEXT,
+    SEAL,
+    VERDICTS,
+    cache_signature,
+    child_tree,
+    compact_batches,
+    decode_record,
+    encode_record,
+    new_batch_name,
+    new_objects,
+    parse_records,
+    record_blobs,
+    sealed_below,
+    write_batch,
+)
 from gitreduce.git.layout import common_dir, delete_if_stale, drop_loose, exclusive, objects_dir
 
-CACHE_REF_PREFIX = "refs/reduce/cache/"
-
-_VERDICTS = "verdicts"
-_CANDIDATES = "candidates"
-_BATCHES = "batches"
-_README = "README"
-# Subjects of the two kinds of cache commits; earlier versions only wrote seals.
-_CHECKPOINT = "gitreduce cache checkpoint"
-_SEAL = "gitreduce cache"
-# Entry names are the key's first hex digits: the entry's id is the full key,
-# the name only needs to be unique where it stands (64 bits) and short.
-_NAME_END = 16
-_FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
 # How far before its first checkpoint a writer looks for seals that may keep
 # its objects, should the ref's history have been replaced: the clock's slack.
 _CLOCK_SLACK = 60
@@ -105,161 +95,54 @@ _CLOCK_SLACK = 60
 # Taken (flock) by every writer here around each move of a cache ref; see `_install`.
 _WRITERS_LOCK = "gitreduce-cache.lock"
 
-_README_TEXT = """\
-gitreduce verdict cache for one test fingerprint.
-
-batches/<batch>/verdicts   lines "<candidate blob id> [verdict, exit, seconds, signature]"
-batches/<batch>/<hex>      the candidates of that batch (entry id = candidate blob id)
-verdicts/<ab>              older batches' records, by the id's first two hex digits
-candidates/<ab>/<hex>      older batches' candidates
-
-Candidates are kept reachable so that gc does not drop them. Share it with:
-    git push origin 'refs/reduce/*'
-    git fetch origin 'refs/reduce/*:refs/reduce/*'
-"""
-
 
 class CacheError(UserError):
     """The cache could not be saved (e.g. its ref stayed locked); the reduction itself is fine."""
 
 
-def cache_signature() -> pygit2.Signature:
-    """Cache commits are machine bookkeeping: a fixed identity, no user config needed."""
-    return pygit2.Signature("git reduce", "gitreduce@localhost", int(time.time()), 0)
+@dataclass
+class CacheMemory:
+    """What a cache and its log share: every verdict known, the verdicts not committed yet,
+    and the lock that guards both and the log's own bookkeeping (one lock, so that a seal
+    sees what is pending and what it has to squash at once)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    known: dict[str, Outcome] = field(default_factory=dict)
+    pending: dict[str, Outcome] = field(default_factory=dict)
 
 
-def _encode(outcome: Outcome) -> bytes:
-    """A compact JSON array `[verdict, exit_code, seconds(, signature)]`.
+class CacheLog:
+    """One writer's commits on the cache ref of `fingerprint`, for the cache whose `memory`
+    it shares: commits the pending verdicts, adds to the known ones what others committed.
 
-    Seconds are kept to the millisecond: they only feed statistics.
-    """
-    record: list[object] = [outcome.verdict.value, outcome.exit_code, round(outcome.seconds, 3)]
-    if outcome.signature is not None:
-        record.append(outcome.signature)
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _decode(raw: bytes) -> Outcome | None:
-    """A stored record, or None for one this version cannot read (newer writer, damage)."""
-    try:
-        record = json.loads(raw)
-        verdict, exit_code, seconds = record[:3]
-        signature = record[3] if len(record) > 3 else None
-        return Outcome(Verdict(verdict), exit_code, float(seconds), signature)
-    except (ValueError, KeyError, TypeError, IndexError):
-        return None
-
-
-def _parse_records(data: bytes) -> dict[bytes, bytes]:
-    """Raw `key -> record` lines of a records blob.
-
-    Records stay bytes, so other writers' records are copied as they are.
-    Other lines (a checkpoint's `# checkpoint <batch>` head) are skipped.
-    """
-    lines: dict[bytes, bytes] = {}
-    for line in data.splitlines():
-        key, _, record = line.partition(b" ")
-        if len(key) == 40 and record:
-            lines.setdefault(key, record)
-    return lines
-
-
-def _records_blob(lines: dict[bytes, bytes]) -> bytes:
-    return b"".join(key + b" " + record + b"\n" for key, record in sorted(lines.items()))
-
-
-def _batch_name() -> str:
-    """The time first, so batches sort oldest first (the first verdict for a key wins), then a
-    random part: unique across writers, which is what lets a writer delete its checkpoints."""
-    return f"{time.time_ns() // 1_000_000:012x}-{secrets.token_hex(4)}"
-
-
-def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
-    if tree is None or name not in tree:
-        return None
-    entry = tree[name]
-    return entry if isinstance(entry, pygit2.Tree) else None
-
-
-def _is_checkpoint(commit: pygit2.Commit) -> bool:
-    return commit.message.startswith(_CHECKPOINT + ":")
-
-
-def _sealed_below(tip: pygit2.Commit | None) -> pygit2.Commit | None:
-    """The nearest sealed commit at or below `tip` (checkpoints have one parent at most)."""
-    commit = tip
-    while commit is not None and _is_checkpoint(commit):
-        commit = commit.parents[0] if commit.parents else None
-    return commit
-
-
-def _new_objects(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[pygit2.Oid]:
-    """Ids of the objects under `new` that `old` does not have at the same path."""
-    for entry in new:
-        name = entry.name or ""
-        before = old[name] if old is not None and name in old else None
-        if before is not None and before.id == entry.id:
-            continue
-        yield entry.id
-        if isinstance(entry, pygit2.Tree):
-            yield from _new_objects(before if isinstance(before, pygit2.Tree) else None, entry)
-
-
-class GitVerdictCache:
-    """Verdicts of one test (by fingerprint), keyed by candidate blob id, kept in a git repository.
-
-    Implements the engine's `VerdictCache` protocol (`get`, `put`). Content
-    reaches the store in one of two ways, because the protocol's `put` only
-    sees the key:
-    - wrap the test runner: `Engine(cache.recording(oracle.run), ..., cache=cache)`
-      writes each tested candidate as a blob right after its run, or
-    - call `remember(content)` yourself, or `put(key, outcome, content=content)`.
-    A verdict whose blob was never written is still stored (the record is
-    enough for a cache hit); only its candidate is then not kept.
-
-    Thread-safe: `get`/`put`/`remember` may be called from any thread. A
-    background thread writes a checkpoint at most every `checkpoint_seconds`
-    (at once when `checkpoint_verdicts` verdicts are pending), seals every
-    `seal_after` checkpoints, and seals and packs once `pack_bytes` of loose
-    objects have been written. Always `close()` (or use `with`): it seals
-    and packs what is left.
+    Thread-safe: the cache's background thread checkpoints and seals while
+    another thread may flush or pack. Commits and reads of the ref happen
+    under the flush lock, packing under the pack lock; inside either, the
+    shared lock of `CacheMemory` is taken only briefly.
     """
 
     def __init__(
         self,
-        repo: pygit2.Repository,
+        path: str,
         fingerprint: str,
+        memory: CacheMemory,
         *,
-        description: str = "",
-        checkpoint_seconds: float = 0.05,
-        checkpoint_verdicts: int = 64,
-        seal_after: int = 64,
-        compact_after: int = 128,
-        pack_bytes: int = 32 << 20,
-        lock_wait_seconds: float = 10.0,
+        description: str,
+        compact_after: int,
+        lock_wait_seconds: float,
     ) -> None:
-        if not _FINGERPRINT.fullmatch(fingerprint):
-            raise ValueError(f"test fingerprint must be lowercase hex, got {fingerprint!r}")
         self.fingerprint = fingerprint
         self.ref_name = CACHE_REF_PREFIX + fingerprint
-        self.path = repo.path
+        self.path = path
         self._description = description
-        self._checkpoint_seconds = checkpoint_seconds
-        self._checkpoint_verdicts = max(1, checkpoint_verdicts)
-        self._seal_after = max(1, seal_after)
         self._compact_after = max(1, compact_after)
-        self._pack_bytes = pack_bytes
         self._lock_wait = lock_wait_seconds
-        # Separate libgit2 handles per role: a git_repository must not be used
-        # from two threads at once, and a slow pack must not block the workers.
-        self._blob_repo = pygit2.Repository(repo.path)
-        self._flush_repo = pygit2.Repository(repo.path)
-        self._lock = threading.Lock()  # _known, _pending, _written, _scratch, counters
-        self._blob_lock = threading.Lock()  # _blob_repo
+        self._flush_repo = pygit2.Repository(path)
+        self._lock = memory.lock  # _known, _pending, _written, _scratch, counters
         self._flush_lock = threading.Lock()  # _flush_repo and everything below it
         self._pack_lock = threading.Lock()
-        self._known: dict[str, Outcome] = {}
-        self._pending: dict[str, Outcome] = {}
+        self._known = memory.known
+        self._pending = memory.pending
         self._written: list[str] = []  # objects to pack: written here, or adopted at a seal
         self._written_bytes = 0
         # This writer's checkpoint objects since its last seal (deleted at the next one
@@ -271,156 +154,35 @@ class GitVerdictCache:
         self._seen: set[pygit2.Oid] = set()  # records blobs of the tip, already taken in
         self._tip_id: pygit2.Oid | None = None
         self._sealed_id: pygit2.Oid | None = None  # sealed before the scratch: stop looking
-        self._closed = False
-        self._wake = threading.Event()  # a verdict is pending
-        self._urgent = threading.Event()  # a full batch, or close(): do not wait
-        self._thread: threading.Thread | None = None
         self.flushes = 0
         self.conflicts = 0
         self.packs = 0
-        self.warnings: list[str] = []
+
+    def load(self) -> None:
+        """Take in the verdicts of the ref, and of its copies fetched under other names."""
         with self._flush_lock:
             self._refresh()
             self._read_other_refs()
-        self.loaded = len(self._known)
 
-    # -- the VerdictCache protocol ------------------------------------------------
-
-    def get(self, key: str) -> Outcome | None:
-        with self._lock:
-            return self._known.get(key)
-
-    def put(self, key: str, outcome: Outcome, content: bytes | None = None) -> None:
-        """Record a verdict; the first verdict for a key wins (later ones are re-runs).
-
-        After `close()` verdicts are still remembered in memory but no longer
-        saved: runs left over from a finished reduction may report late.
-        """
-        if content is not None and not self._closed:
-            self.remember(content)
-        with self._lock:
-            if key in self._known:
-                return
-            self._known[key] = outcome
-            if self._closed:
-                return
-            self._pending[key] = outcome
-            full = len(self._pending) >= self._checkpoint_verdicts
-        self._start_checkpoints()
-        self._wake.set()
-        if full:
-            self._urgent.set()
-
-    def remember(self, content: bytes) -> str:
-        """Write `content` as a loose blob (well under 1 ms for a source file); return its key.
-
-        Tried twice: a concurrent writer's pack may remove the fan-out
-        directory the first attempt was about to rename the blob into.
-        """
-        with self._blob_lock:
-            try:
-                oid = self._blob_repo.create_blob(content)
-            except (OSError, pygit2.GitError):
-                oid = self._blob_repo.create_blob(content)
-        key = str(oid)
+    def keep(self, key: str, size: int) -> None:
+        """Pack with this writer's objects the loose object `key` it wrote (a candidate)."""
         with self._lock:
             self._written.append(key)
-            self._written_bytes += len(content)
-        return key
+            self._written_bytes += size
 
-    def recording(self, run_test: Callable[[bytes], Outcome]) -> Callable[[bytes], Outcome]:
-        """`run_test`, plus writing each tested candidate as a blob once its run is over.
+    @property
+    def unpacked_bytes(self) -> int:
+        """Bytes of the loose objects written since the last pack."""
+        return self._written_bytes
 
-        After the run, so a run cut short (which raises) leaves no blob behind;
-        not after `close()`, when nothing more would make the blob reachable.
-        """
-
-        def run(content: bytes) -> Outcome:
-            outcome = run_test(content)
-            if not self._closed:
-                self.remember(content)
-            return outcome
-
-        return run
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._known)
-
-    def __contains__(self, key: object) -> bool:
-        with self._lock:
-            return key in self._known
-
-    def __enter__(self) -> GitVerdictCache:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    # -- checkpoints ----------------------------------------------------------------
-
-    def _start_checkpoints(self) -> None:
-        if self._thread is not None:
-            return
-        with self._lock:
-            if self._thread is not None or self._closed:
-                return
-            self._thread = threading.Thread(
-                target=self._checkpoints, name="gitreduce-cache", daemon=True
-            )
-            self._thread.start()
-
-    def _checkpoints(self) -> None:
-        """Checkpoint pending verdicts, no sooner than `checkpoint_seconds` after the last
-        checkpoint (or the first verdict).
-
-        A verdict arriving after a quiet spell is saved at once; a stream of
-        them is saved in batches, at most 1 / `checkpoint_seconds` a second:
-        a checkpoint is five object writes and a ref update (5 ms measured
-        here), and with fast tests (gcc12: 40 verdicts a second) one per
-        verdict took a fifth of a core.
-        """
-        due = time.monotonic() + self._checkpoint_seconds
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            pause = due - time.monotonic()
-            if pause > 0:
-                self._urgent.wait(pause)
-            self._urgent.clear()
-            if self._closed:
-                return
-            try:
-                self._checkpoint()
-                if self._written_bytes >= self._pack_bytes:
-                    self.flush()
-                    self.pack()
-                elif len(self._provisional) >= self._seal_after:
-                    self.flush()
-            except Exception as error:  # the final flush in close() retries and reports
-                self.warnings.append(f"cache checkpoint failed: {error}")
-            due = time.monotonic() + self._checkpoint_seconds
-
-    def close(self, *, pack: bool = True) -> None:
-        """Stop checkpointing, seal every verdict, pack this run's objects.
-
-        Raises `CacheError` when the verdicts could not be saved; the caller
-        should report it as a warning, the reduction's result is unaffected.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        self._wake.set()
-        self._urgent.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.flush()
-        if pack:
-            self.pack()
+    @property
+    def unsealed(self) -> int:
+        """This writer's checkpoints since its last seal."""
+        return len(self._provisional)
 
     # -- writing ----------------------------------------------------------------------
 
-    def _checkpoint(self) -> bool:
+    def checkpoint(self) -> bool:
         """Commit the pending verdicts as a checkpoint; whether there were any."""
         with self._flush_lock:
             with self._lock:
@@ -463,7 +225,7 @@ class GitVerdictCache:
                 if tip is not None and tip.id != self._tip_id:
                     self._absorb(tip)
                     self._tip_id = tip.id
-                sealed = _sealed_below(tip)
+                sealed = sealed_below(tip)
                 self._sealed_id = sealed.id if sealed is not None else None
                 return
             except (KeyError, pygit2.GitError):
@@ -473,9 +235,9 @@ class GitVerdictCache:
         """Commit `pending` as a checkpoint or a seal and move the ref (compare-and-swap,
         rebuilt and retried on conflict). Returns whether a commit was needed."""
         repo = self._flush_repo
-        records = {key.encode(): _encode(outcome) for key, outcome in pending.items()}
+        records = {key.encode(): encode_record(outcome) for key, outcome in pending.items()}
         # its blob was written (by us, or is already known to git)
-        candidates = {key[:_NAME_END]: pygit2.Oid(hex=key) for key in pending if key in repo}
+        candidates = {key[:NAME_END]: pygit2.Oid(hex=key) for key in pending if key in repo}
         deadline = time.monotonic() + self._lock_wait
         delay = 0.001
         while True:
@@ -559,7 +321,7 @@ class GitVerdictCache:
                     self.ref_name, commit_id, message="gitreduce: cache checkpoint"
                 )
         self._tip_id = commit_id
-        self._seen = set(self._record_blobs(repo[commit_id].tree))
+        self._seen = set(record_blobs(repo[commit_id].tree))
         self._settle(installed=True)
         with self._lock:
             self.flushes += 1
@@ -587,19 +349,6 @@ class GitVerdictCache:
                     self._written.append(key)
                     self._written_bytes += size
 
-    def _write_batch(
-        self, records: dict[bytes, bytes], candidates: dict[str, pygit2.Oid], head: bytes
-    ) -> pygit2.Oid:
-        """The tree of one batch: its records (after `head`) and candidates."""
-        repo = self._flush_repo
-        data = head + _records_blob(records)
-        builder = repo.TreeBuilder()
-        blob = self._note(repo.create_blob(data), len(data), unique=bool(head))
-        builder.insert(_VERDICTS, blob, FileMode.BLOB)
-        for name, oid in candidates.items():
-            builder.insert(name, oid, FileMode.BLOB)
-        return self._note(builder.write(), 44 * len(builder), unique=bool(head))
-
     def _build_checkpoint(
         self,
         tip: pygit2.Commit | None,
@@ -607,9 +356,11 @@ class GitVerdictCache:
         candidates: dict[str, pygit2.Oid],
     ) -> tuple[pygit2.Oid, str]:
         """A commit on top of `tip` adding one batch, whose records start with its name."""
-        name = _batch_name()
-        tree = self._write_batch(records, candidates, f"# checkpoint {name}\n".encode())
-        subject = f"{_CHECKPOINT}: {len(records)} verdict(s)"
+        name = new_batch_name()
+        tree = write_batch(
+            self._flush_repo, self._note, records, candidates, f"# checkpoint {name}\n".encode()
+        )
+        subject = f"{CHECKPOINT}: {len(records)} verdict(s)"
         parents = [tip.id] if tip is not None else []
         return self._write_commit(tip, [], (name, tree), parents, subject, compact=False), name
 
@@ -626,9 +377,9 @@ class GitVerdictCache:
         Batches already in the sealed commit stay as they are: another writer's
         seal made them part of history.
         """
-        base = _sealed_below(tip)
-        batches = _subtree(tip.tree, _BATCHES) if tip is not None else None
-        sealed = _subtree(base.tree, _BATCHES) if base is not None else None
+        base = sealed_below(tip)
+        batches = child_tree(tip.tree, BATCHES) if tip is not None else None
+        sealed = child_tree(base.tree, BATCHES) if base is not None else None
         ours = sorted(
             name
             for name in self._provisional
@@ -644,8 +395,8 @@ class GitVerdictCache:
             for name in ours:
                 assert batches is not None  # ours are in it
                 for entry in batches[name]:
-                    if entry.name == _VERDICTS:
-                        for key, record in _parse_records(entry.data).items():
+                    if entry.name == VERDICTS:
+                        for key, record in parse_records(entry.data).items():
                             merged.setdefault(key, record)
                     else:
                         entries.setdefault(entry.name or "", entry.id)
@@ -654,10 +405,10 @@ class GitVerdictCache:
             for name, oid in candidates.items():
                 entries.setdefault(name, oid)
             count = len(merged)
-            batch_name = ours[0] if ours else _batch_name()
-            batch = (batch_name, self._write_batch(merged, entries, b""))
+            batch_name = ours[0] if ours else new_batch_name()
+            batch = (batch_name, write_batch(self._flush_repo, self._note, merged, entries, b""))
         parents = [base.id] if base is not None else []
-        subject = f"{_SEAL}: {count} verdict(s)"
+        subject = f"{SEAL}: {count} verdict(s)"
         return self._write_commit(tip, ours, batch, parents, subject, compact=True), None
 
     def _write_commit(
@@ -677,7 +428,7 @@ class GitVerdictCache:
         if batch is None and root is not None:
             tree_id = root.id  # a seal that only squashes checkpoints
         else:
-            batches = _subtree(root, _BATCHES)
+            batches = child_tree(root, BATCHES)
             listed: dict[str, pygit2.Object] = {
                 entry.name or "": entry for entry in batches or [] if entry.name not in remove
             }
@@ -687,22 +438,22 @@ class GitVerdictCache:
             # a batch list naming this writer's batch, and a root holding it, are its own
             unique = batch is not None
             if compact and len(listed) >= self._compact_after:
-                self._compact(root, root_builder, sorted(listed.items()))
+                compact_batches(repo, self._note, root, root_builder, sorted(listed.items()))
                 with contextlib.suppress(KeyError):
-                    root_builder.remove(_BATCHES)
+                    root_builder.remove(BATCHES)
                 unique = False
             elif listed:
                 builder = repo.TreeBuilder()
                 for name, entry in listed.items():
                     builder.insert(name, entry.id, entry.filemode or FileMode.TREE)
                 tree = self._note(builder.write(), 60 * len(listed), unique=unique)
-                root_builder.insert(_BATCHES, tree, FileMode.TREE)
-            if root is None or _README not in root:
-                text = _README_TEXT + (
+                root_builder.insert(BATCHES, tree, FileMode.TREE)
+            if root is None or README not in root:
+                text = README_TEXT + (
                     f"\n{self._description.rstrip()}\n" if self._description else ""
                 )
                 readme = self._note(repo.create_blob(text.encode()), len(text), unique=False)
-                root_builder.insert(_README, readme, FileMode.BLOB)
+                root_builder.insert(README, readme, FileMode.BLOB)
             tree_id = self._note(root_builder.write(), 200, unique=unique)
         signature = cache_signature()
         message = f"{subject}\n\nId: {secrets.token_hex(8)}\n"
@@ -738,13 +489,13 @@ class GitVerdictCache:
         while commit is not None:
             tree = commit.tree
             keep.update((str(commit.id), str(tree.id)))
-            batches = _subtree(tree, _BATCHES)
+            batches = child_tree(tree, BATCHES)
             if batches is not None:
                 keep.add(str(batches.id))
                 for entry in batches:
                     keep.add(str(entry.id))
-                    if isinstance(entry, pygit2.Tree) and _VERDICTS in entry:
-                        keep.add(str(entry[_VERDICTS].id))
+                    if isinstance(entry, pygit2.Tree) and VERDICTS in entry:
+                        keep.add(str(entry[VERDICTS].id))
             if commit.id == self._sealed_id or commit.commit_time < since or not commit.parents:
                 break
             commit = commit.parents[0]
@@ -755,56 +506,10 @@ class GitVerdictCache:
         is still loose: batches of killed or still running writers (packed at most twice)."""
         before = final.parents[0].tree if final.parents else None
         objects = objects_dir(self._flush_repo)
-        new = (str(oid) for oid in _new_objects(before, final.tree))
+        new = (str(oid) for oid in new_objects(before, final.tree))
         adopted = [key for key in new if (objects / key[:2] / key[2:]).exists()]
         with self._lock:
             self._written.extend(adopted)
-
-    def _compact(
-        self,
-        root: pygit2.Tree | None,
-        root_builder: pygit2.TreeBuilder,
-        batches: list[tuple[str, pygit2.Object]],
-    ) -> None:
-        """Fold `(name, tree)` batches into the prefix shards of `root`, via `root_builder`."""
-        repo = self._flush_repo
-        records: dict[str, dict[bytes, bytes]] = {}
-        candidates: dict[str, dict[str, pygit2.Oid]] = {}
-        for _, batch in batches:
-            if not isinstance(batch, pygit2.Tree):
-                continue
-            for entry in batch:
-                if entry.name == _VERDICTS:
-                    for key, record in _parse_records(entry.data).items():
-                        records.setdefault(key[:2].decode(), {}).setdefault(key, record)
-                else:
-                    shard = candidates.setdefault((entry.name or "")[:2], {})
-                    shard.setdefault((entry.name or "")[2:], entry.id)
-        verdicts = _subtree(root, _VERDICTS)
-        old_candidates = _subtree(root, _CANDIDATES)
-        verdict_builder = repo.TreeBuilder(verdicts) if verdicts else repo.TreeBuilder()
-        candidate_builder = (
-            repo.TreeBuilder(old_candidates) if old_candidates else repo.TreeBuilder()
-        )
-        for shard, new in records.items():
-            lines = _parse_records(verdicts[shard].data) if verdicts and shard in verdicts else {}
-            for key, record in new.items():
-                lines.setdefault(key, record)
-            data = _records_blob(lines)
-            blob = self._note(repo.create_blob(data), len(data), unique=False)
-            verdict_builder.insert(shard, blob, FileMode.BLOB)
-        for shard, entries in candidates.items():
-            old = _subtree(old_candidates, shard)
-            builder = repo.TreeBuilder(old) if old else repo.TreeBuilder()
-            for name, oid in entries.items():
-                if old is None or name not in old:
-                    builder.insert(name, oid, FileMode.BLOB)
-            subtree = self._note(builder.write(), 42 * len(builder), unique=False)
-            candidate_builder.insert(shard, subtree, FileMode.TREE)
-        for name, builder in ((_VERDICTS, verdict_builder), (_CANDIDATES, candidate_builder)):
-            if len(builder):
-                tree = self._note(builder.write(), 30 * len(builder), unique=False)
-                root_builder.insert(name, tree, FileMode.TREE)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -820,32 +525,19 @@ class GitVerdictCache:
     def _read_tip(self) -> pygit2.Commit | None:
         return self._peel(self._flush_repo.references.get(self.ref_name))
 
-    @staticmethod
-    def _record_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
-        """Every records blob of a cache tree: shards first, then batches oldest first."""
-        blobs: list[pygit2.Oid] = []
-        verdicts = _subtree(tree, _VERDICTS)
-        for entry in verdicts or []:
-            blobs.append(entry.id)
-        batches = _subtree(tree, _BATCHES)
-        for batch in sorted(batches or [], key=lambda entry: entry.name or ""):
-            if isinstance(batch, pygit2.Tree) and _VERDICTS in batch:
-                blobs.append(batch[_VERDICTS].id)
-        return blobs
-
     def _absorb(self, commit: pygit2.Commit, *, track: bool = True) -> None:
         """Take in the verdicts of `commit` from records blobs not taken in before.
 
         Remembers blob ids rather than the previous tip: that may be a
         checkpoint another writer's seal has deleted since.
         """
-        blobs = self._record_blobs(commit.tree)
+        blobs = record_blobs(commit.tree)
         found: dict[str, Outcome] = {}
         for oid in blobs:
             if oid in self._seen:
                 continue
-            for key, record in _parse_records(self._flush_repo[oid].data).items():
-                outcome = _decode(record)
+            for key, record in parse_records(self._flush_repo[oid].data).items():
+                outcome = decode_record(record)
                 if outcome is not None:
                     found.setdefault(key.decode(), outcome)
         with self._lock:

@@ -29,9 +29,9 @@ from gitreduce.generator.replay import Alignment
 from gitreduce.generator.search import Strategy, reduce_trace
 from gitreduce.generator.target import TargetSpec
 from gitreduce.generator.trace import Trace
-from gitreduce.git.cache_log import GitVerdictCache
 from gitreduce.git.results import result_message
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, record
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.runner import OracleClosed

@@ -20,8 +20,8 @@ from gitreduce.core.current import render_deletions
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.git.cache_log import GitVerdictCache
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec

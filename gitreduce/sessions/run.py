@@ -20,8 +20,8 @@ from typing import Protocol
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import MisclassifiedOriginal, UserError
 from gitreduce.core.outcome import Outcome
-from gitreduce.git.cache_log import GitVerdictCache
 from gitreduce.git.store import Store, verdict_cache
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.oracle.runner import Oracle, OracleClosed
 from gitreduce.oracle.spec import TestSpec

@@ -15,7 +15,8 @@ from support import FINGERPRINT, fsck_clean, git, make_user_repo, outcome_for, q
 
 from gitreduce.core.engine import blob_id
 from gitreduce.git import cache_log, layout
-from gitreduce.git.cache_log import CACHE_REF_PREFIX, CacheError
+from gitreduce.git.cache_format import CACHE_REF_PREFIX
+from gitreduce.git.cache_log import CacheError
 from gitreduce.git.layout import open_cache_repository
 
 

@@ -1,0 +1,157 @@
+"""The git verdict cache as the engine uses it: remember, put, get, recording, threads,
+background checkpoints, on real repositories."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pygit2
+import pytest
+from support import FINGERPRINT, fsck_clean, git, make_user_repo, outcome_for, quiet_cache
+
+from gitreduce.core.engine import Engine, blob_id
+from gitreduce.core.outcome import Verdict
+from gitreduce.git.cache_format import CACHE_REF_PREFIX
+from gitreduce.git.verdicts import GitVerdictCache
+from gitreduce.oracle.runner import Oracle
+from gitreduce.oracle.spec import TestSpec
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> pygit2.Repository:
+    return pygit2.init_repository(str(tmp_path / "store.git"), bare=True)
+
+
+def test_verdicts_round_trip_through_the_ref(bare):
+    cache = quiet_cache(bare)
+    contents = [f"candidate {i}\n".encode() for i in range(20)]
+    for index, content in enumerate(contents):
+        key = cache.remember(content)
+        assert key == blob_id(content)
+        cache.put(key, outcome_for(index))
+    assert cache.get(blob_id(contents[3])) == outcome_for(3)
+    assert cache.get(blob_id(b"never tested")) is None
+    cache.close()
+    assert bare.references.get(CACHE_REF_PREFIX + FINGERPRINT) is not None
+
+    again = quiet_cache(pygit2.Repository(bare.path))
+    assert again.loaded == 20
+    for index, content in enumerate(contents):
+        assert again.get(blob_id(content)) == outcome_for(index)
+        assert blob_id(content) in bare  # the candidate itself is kept
+    tree = bare.revparse_single(CACHE_REF_PREFIX + FINGERPRINT).peel(pygit2.Tree)
+    assert "README" in tree
+    (batch,) = tree["batches"]
+    assert batch[blob_id(contents[0])[:16]].id == pygit2.Oid(hex=blob_id(contents[0]))
+    assert len(batch["verdicts"].data.splitlines()) == 20
+    again.close()
+
+
+def test_put_with_content_and_recording_runner(bare):
+    cache = quiet_cache(bare)
+    cache.put(blob_id(b"one"), outcome_for(0), content=b"one")
+    runner = cache.recording(lambda content: outcome_for(1))
+    engine = Engine(runner, lambda outcome: outcome.verdict is Verdict.BAD, jobs=2, cache=cache)
+    try:
+        assert engine.test(b"two") == outcome_for(1)
+        assert engine.test(b"two") == outcome_for(1)
+        assert engine.stats.tests_run == 1 and engine.stats.cache_hits == 1
+    finally:
+        engine.close()
+    cache.close()
+    assert blob_id(b"one") in bare and blob_id(b"two") in bare
+    again = quiet_cache(bare)
+    assert again.get(blob_id(b"two")) == outcome_for(1)
+    assert again.get(blob_id(b"one")) == outcome_for(0)
+    again.close()
+
+
+def test_a_second_engine_run_executes_no_test_even_after_gc(tmp_path):
+    """The engine, the real oracle (a process per candidate) and the git cache together."""
+    repo_path = make_user_repo(tmp_path / "work")
+    script = tmp_path / "has-bug.sh"
+    script.write_text('#!/bin/sh\ngrep -q BUG "$GITREDUCE_FILE" && exit 1\nexit 0\n')
+    script.chmod(0o755)
+    spec = TestSpec(command=str(script), relative_path="prog.c", timeout=10.0)
+    candidates = [f"line {i}\n".encode() * 5 + (b"BUG\n" if i >= 5 else b"") for i in range(8)]
+
+    def run_once() -> tuple[int, tuple[int, bytes] | None]:
+        cache = GitVerdictCache(pygit2.Repository(str(repo_path)), spec.fingerprint())
+        with Oracle(spec, jobs=2) as oracle:
+            engine = Engine(
+                cache.recording(oracle.run),
+                lambda outcome: outcome.verdict is Verdict.BAD,
+                jobs=2,
+                cache=cache,
+            )
+            try:
+                found = engine.first_success(candidates, smaller_than=10**6, label="test")
+            finally:
+                engine.close()
+        cache.close()
+        return engine.stats.tests_run, found
+
+    tests, found = run_once()
+    assert tests >= 6 and found == (5, candidates[5])
+    assert run_once() == (0, found)
+    git(repo_path, "gc", "--quiet", "--prune=now")
+    assert run_once() == (0, found)
+    fsck_clean(repo_path)
+
+
+def test_a_verdict_without_its_blob_is_still_kept(bare):
+    cache = quiet_cache(bare)
+    key = blob_id(b"content never written")
+    cache.put(key, outcome_for(2))
+    cache.close()
+    assert key not in bare
+    assert quiet_cache(bare).get(key) == outcome_for(2)
+
+
+def test_the_first_verdict_wins(bare):
+    cache = quiet_cache(bare)
+    cache.put("a" * 40, outcome_for(0))
+    cache.put("a" * 40, outcome_for(1))
+    assert cache.get("a" * 40) == outcome_for(0)
+    cache.close()
+
+
+def test_threads_and_background_checkpoints(bare):
+    cache = GitVerdictCache(
+        bare,
+        FINGERPRINT,
+        checkpoint_seconds=0.02,
+        checkpoint_verdicts=40,
+        pack_bytes=50_000,
+    )
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for index in range(150):
+                content = f"worker {worker} candidate {index}\n".encode() * 20
+                key = cache.remember(content)
+                cache.put(key, outcome_for(index))
+                assert cache.get(key) == outcome_for(index)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    cache.close()
+    assert not errors
+    assert not cache.warnings
+    assert cache.flushes > 1 and cache.packs > 1  # the background thread did checkpoint
+    fsck_clean(Path(bare.path))
+    again = quiet_cache(bare)
+    assert again.loaded == 8 * 150
+    assert again.get(blob_id(b"worker 3 candidate 7\n" * 20)) == outcome_for(7)
+
+
+def test_the_fingerprint_must_be_hex(bare):
+    with pytest.raises(ValueError):
+        GitVerdictCache(bare, "../../heads/main")
