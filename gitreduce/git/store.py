@@ -18,10 +18,11 @@ import pygit2
 from gitreduce.core.engine import blob_id
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.cache_log import CacheError
 from gitreduce.git.layout import open_cache_repository
 from gitreduce.git.results import record_result, result_branch_name, result_message, write_patch
 from gitreduce.git.revisions import to_repo_path
-from gitreduce.git.verdicts import CacheError, GitVerdictCache
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.oracle.calibration import calibrate
 from gitreduce.oracle.spec import TestSpec
 

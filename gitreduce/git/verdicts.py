@@ -1,208 +1,29 @@
-"""The repository's object store as gitreduce's memory: the verdict cache.
+"""The verdict cache: the engine's verdicts of one test, kept in the repository's object store.
+
+Job: `GitVerdictCache`, the thread-safe map the engine asks and tells (`get`,
+`put`, `remember`, `recording`), and the background thread that has its
+pending verdicts committed as checkpoints and seals. How those commits are
+written and the ref moved among concurrent writers is
+`gitreduce.git.cache_log`; what the ref's trees hold is
+`gitreduce.git.cache_format`; docs/cache.md describes both.
 
 Everything here writes objects and cache refs only; nothing reads or writes
 the user's working tree, index, HEAD or any branch. Paths and locks in the git
 directory come from `gitreduce.git.layout`; result branches and patches are
 `gitreduce.git.results`.
-
-The verdict cache
------------------
-One ref per test fingerprint, `refs/reduce/cache/<fingerprint>`, points at a
-commit whose tree is::
-
-    README                          what this is, how to share it
-    batches/<batch>/verdicts        the records of one batch: lines "<blob id> <record>"
-    batches/<batch>/<16 hex>        that batch's candidate blobs (entry id == key)
-    verdicts/<ab>                   compacted records, one blob per key prefix
-    candidates/<ab>/<14 hex>        compacted candidate blobs
-
-Why this shape:
-- Verdicts and candidates are reachable from a ref, so `git gc --prune=now`
-  keeps them and `git push/fetch 'refs/reduce/*'` carries them.
-- Two kinds of commits. A *checkpoint* adds one batch on top of the tip, at
-  most every `checkpoint_seconds` (sooner once `checkpoint_verdicts` are
-  pending): it only exists so that a kill -9 loses no more than the last
-  fraction of a second. A *seal* (`flush()`, `close()`, and every
-  `seal_after` checkpoints) replaces this writer's checkpoint batches by one
-  batch, on top of the nearest sealed commit rather than of the checkpoints.
-  So history holds sealed commits only, and the checkpoints' commits, trees
-  and records, unreachable once sealed over, are deleted while still loose,
-  before any of them reaches a pack. Measured on the gcc12 benchmark (734
-  tests), one commit per verdict, kept, was 80 % of what the cache added to
-  `.git`: 722 commits and 2,700 trees, mostly the batch list rewritten each
-  time, plus 28 index bytes per object.
-- Every object a checkpoint writes embeds a name only its writer uses (the
-  batch's name heads its records and names it in the batch list; commits
-  carry a random id), so no other writer can have written, or later write,
-  the same object. A writer deletes only such objects of its own, and only
-  those that no sealed commit made since it wrote them refers to (another
-  writer's seal keeps the batches it does not own). Compactions and sealed
-  batches have no such name and are never deleted.
-- Every `compact_after` batches a seal folds them into the 256 prefix shards,
-  keeping the batch list, which every commit rewrites, short. Reads load
-  everything into a dict once.
-- Sealed history only moves forward, so fetches of finished runs
-  fast-forward, and a compare-and-swap on the ref lets concurrent writers
-  detect each other: in a ref transaction, a writer takes the ref's lock,
-  then checks that the ref still is what it built on, or still absent. Not
-  `References.create`: it checks that the ref is absent before it takes the
-  lock, so two writers creating the ref at once both succeed and the second
-  replaces the first one's commit (seen: of two writers starting at once,
-  under load, one lost its first seal in about one run out of eight). On
-  conflict the writer re-reads the tip, rebuilds on top of it (records are
-  append-only, so the merge is a union) and retries: nobody's verdicts are
-  lost. A writer that finds the checkpoint it was reading deleted by
-  another's seal just reads the ref again.
-- Objects are written before the ref moves and deleted only after it has
-  moved past them, and loose objects, packs and refs all appear by rename,
-  so a kill -9 at any instant leaves the ref on a complete commit: only the
-  verdicts of the last `checkpoint_seconds` (at most `checkpoint_verdicts`)
-  and the runs in flight are lost. The next seal, by any writer, squashes
-  the killed writer's checkpoints and packs the batches it left loose. A
-  writer killed inside a ref transaction leaves the ref's lock file; git
-  asks for such files to be deleted by hand, but writers here move refs
-  only while holding a flock (which dies with its process), so the holder
-  knows an old lock file is stale and deletes it.
-- Records are compact JSON arrays and candidate entries have short names:
-  once candidates are delta-packed, this bookkeeping is what takes the space.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import random
-import re
-import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pygit2
-from pygit2.enums import FileMode
 
-from gitreduce.core.errors import UserError
-from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.git.layout import common_dir, delete_if_stale, drop_loose, exclusive, objects_dir
-
-CACHE_REF_PREFIX = "refs/reduce/cache/"
-
-_VERDICTS = "verdicts"
-_CANDIDATES = "candidates"
-_BATCHES = "batches"
-_README = "README"
-# Subjects of the two kinds of cache commits; earlier versions only wrote seals.
-_CHECKPOINT = "gitreduce cache checkpoint"
-_SEAL = "gitreduce cache"
-# Entry names are the key's first hex digits: the entry's id is the full key,
-# the name only needs to be unique where it stands (64 bits) and short.
-_NAME_END = 16
-_FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
-# How far before its first checkpoint a writer looks for seals that may keep
-# its objects, should the ref's history have been replaced: the clock's slack.
-_CLOCK_SLACK = 60
-
-# Taken (flock) by every writer here around each move of a cache ref; see `_install`.
-_WRITERS_LOCK = "gitreduce-cache.lock"
-
-_README_TEXT = """\
-gitreduce verdict cache for one test fingerprint.
-
-batches/<batch>/verdicts   lines "<candidate blob id> [verdict, exit, seconds, signature]"
-batches/<batch>/<hex>      the candidates of that batch (entry id = candidate blob id)
-verdicts/<ab>              older batches' records, by the id's first two hex digits
-candidates/<ab>/<hex>      older batches' candidates
-
-Candidates are kept reachable so that gc does not drop them. Share it with:
-    git push origin 'refs/reduce/*'
-    git fetch origin 'refs/reduce/*:refs/reduce/*'
-"""
-
-
-class CacheError(UserError):
-    """The cache could not be saved (e.g. its ref stayed locked); the reduction itself is fine."""
-
-
-def cache_signature() -> pygit2.Signature:
-    """Cache commits are machine bookkeeping: a fixed identity, no user config needed."""
-    return pygit2.Signature("git reduce", "gitreduce@localhost", int(time.time()), 0)
-
-
-def _encode(outcome: Outcome) -> bytes:
-    """A compact JSON array `[verdict, exit_code, seconds(, signature)]`.
-
-    Seconds are kept to the millisecond: they only feed statistics.
-    """
-    record: list[object] = [outcome.verdict.value, outcome.exit_code, round(outcome.seconds, 3)]
-    if outcome.signature is not None:
-        record.append(outcome.signature)
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _decode(raw: bytes) -> Outcome | None:
-    """A stored record, or None for one this version cannot read (newer writer, damage)."""
-    try:
-        record = json.loads(raw)
-        verdict, exit_code, seconds = record[:3]
-        signature = record[3] if len(record) > 3 else None
-        return Outcome(Verdict(verdict), exit_code, float(seconds), signature)
-    except (ValueError, KeyError, TypeError, IndexError):
-        return None
-
-
-def _parse_records(data: bytes) -> dict[bytes, bytes]:
-    """Raw `key -> record` lines of a records blob.
-
-    Records stay bytes, so other writers' records are copied as they are.
-    Other lines (a checkpoint's `# checkpoint <batch>` head) are skipped.
-    """
-    lines: dict[bytes, bytes] = {}
-    for line in data.splitlines():
-        key, _, record = line.partition(b" ")
-        if len(key) == 40 and record:
-            lines.setdefault(key, record)
-    return lines
-
-
-def _records_blob(lines: dict[bytes, bytes]) -> bytes:
-    return b"".join(key + b" " + record + b"\n" for key, record in sorted(lines.items()))
-
-
-def _batch_name() -> str:
-    """The time first, so batches sort oldest first (the first verdict for a key wins), then a
-    random part: unique across writers, which is what lets a writer delete its checkpoints."""
-    return f"{time.time_ns() // 1_000_000:012x}-{secrets.token_hex(4)}"
-
-
-def _subtree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
-    if tree is None or name not in tree:
-        return None
-    entry = tree[name]
-    return entry if isinstance(entry, pygit2.Tree) else None
-
-
-def _is_checkpoint(commit: pygit2.Commit) -> bool:
-    return commit.message.startswith(_CHECKPOINT + ":")
-
-
-def _sealed_below(tip: pygit2.Commit | None) -> pygit2.Commit | None:
-    """The nearest sealed commit at or below `tip` (checkpoints have one parent at most)."""
-    commit = tip
-    while commit is not None and _is_checkpoint(commit):
-        commit = commit.parents[0] if commit.parents else None
-    return commit
-
-
-def _new_objects(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[pygit2.Oid]:
-    """Ids of the objects under `new` that `old` does not have at the same path."""
-    for entry in new:
-        name = entry.name or ""
-        before = old[name] if old is not None and name in old else None
-        if before is not None and before.id == entry.id:
-            continue
-        yield entry.id
-        if isinstance(entry, pygit2.Tree):
-            yield from _new_objects(before if isinstance(before, pygit2.Tree) else None, entry)
+from gitreduce.core.outcome import Outcome
+from gitreduce.git.cache_format import FINGERPRINT
+from gitreduce.git.cache_log import CacheLog, CacheMemory
 
 
 class GitVerdictCache:
@@ -238,50 +59,37 @@ class GitVerdictCache:
         pack_bytes: int = 32 << 20,
         lock_wait_seconds: float = 10.0,
     ) -> None:
-        if not _FINGERPRINT.fullmatch(fingerprint):
+        if not FINGERPRINT.fullmatch(fingerprint):
             raise ValueError(f"test fingerprint must be lowercase hex, got {fingerprint!r}")
         self.fingerprint = fingerprint
-        self.ref_name = CACHE_REF_PREFIX + fingerprint
         self.path = repo.path
-        self._description = description
         self._checkpoint_seconds = checkpoint_seconds
         self._checkpoint_verdicts = max(1, checkpoint_verdicts)
         self._seal_after = max(1, seal_after)
-        self._compact_after = max(1, compact_after)
         self._pack_bytes = pack_bytes
-        self._lock_wait = lock_wait_seconds
-        # Separate libgit2 handles per role: a git_repository must not be used
-        # from two threads at once, and a slow pack must not block the workers.
+        # Separate libgit2 handles per role (the log has its own): a git_repository must not
+        # be used from two threads at once, and a slow pack must not block the workers.
         self._blob_repo = pygit2.Repository(repo.path)
-        self._flush_repo = pygit2.Repository(repo.path)
-        self._lock = threading.Lock()  # _known, _pending, _written, _scratch, counters
+        memory = CacheMemory()
+        self._lock = memory.lock  # _known, _pending, and the log's bookkeeping
         self._blob_lock = threading.Lock()  # _blob_repo
-        self._flush_lock = threading.Lock()  # _flush_repo and everything below it
-        self._pack_lock = threading.Lock()
-        self._known: dict[str, Outcome] = {}
-        self._pending: dict[str, Outcome] = {}
-        self._written: list[str] = []  # objects to pack: written here, or adopted at a seal
-        self._written_bytes = 0
-        # This writer's checkpoint objects since its last seal (deleted at the next one
-        # unless sealed history refers to them), and when the first was written.
-        self._scratch: set[str] = set()
-        self._epoch = 0.0
-        self._attempt: list[tuple[str, int, bool]] = []  # (id, size, unique) being built
-        self._provisional: list[str] = []  # names of this writer's batches in those checkpoints
-        self._seen: set[pygit2.Oid] = set()  # records blobs of the tip, already taken in
-        self._tip_id: pygit2.Oid | None = None
-        self._sealed_id: pygit2.Oid | None = None  # sealed before the scratch: stop looking
+        self._known = memory.known
+        self._pending = memory.pending
+        self._log = CacheLog(
+            repo.path,
+            fingerprint,
+            memory,
+            description=description,
+            compact_after=compact_after,
+            lock_wait_seconds=lock_wait_seconds,
+        )
+        self.ref_name = self._log.ref_name
         self._closed = False
         self._wake = threading.Event()  # a verdict is pending
         self._urgent = threading.Event()  # a full batch, or close(): do not wait
         self._thread: threading.Thread | None = None
-        self.flushes = 0
-        self.conflicts = 0
-        self.packs = 0
         self.warnings: list[str] = []
-        with self._flush_lock:
-            self._refresh()
-            self._read_other_refs()
+        self._log.load()
         self.loaded = len(self._known)
 
     # -- the VerdictCache protocol ------------------------------------------------
@@ -323,9 +131,7 @@ class GitVerdictCache:
             except (OSError, pygit2.GitError):
                 oid = self._blob_repo.create_blob(content)
         key = str(oid)
-        with self._lock:
-            self._written.append(key)
-            self._written_bytes += len(content)
+        self._log.keep(key, len(content))
         return key
 
     def recording(self, run_test: Callable[[bytes], Outcome]) -> Callable[[bytes], Outcome]:
@@ -391,11 +197,11 @@ class GitVerdictCache:
             if self._closed:
                 return
             try:
-                self._checkpoint()
-                if self._written_bytes >= self._pack_bytes:
+                self._log.checkpoint()
+                if self._log.unpacked_bytes >= self._pack_bytes:
                     self.flush()
                     self.pack()
-                elif len(self._provisional) >= self._seal_after:
+                elif self._log.unsealed >= self._seal_after:
                     self.flush()
             except Exception as error:  # the final flush in close() retries and reports
                 self.warnings.append(f"cache checkpoint failed: {error}")
@@ -404,7 +210,7 @@ class GitVerdictCache:
     def close(self, *, pack: bool = True) -> None:
         """Stop checkpointing, seal every verdict, pack this run's objects.
 
-        Raises `CacheError` when the verdicts could not be saved; the caller
+        Raises `cache_log.CacheError` when the verdicts could not be saved; the caller
         should report it as a warning, the reduction's result is unaffected.
         """
         if self._closed:
@@ -418,484 +224,27 @@ class GitVerdictCache:
         if pack:
             self.pack()
 
-    # -- writing ----------------------------------------------------------------------
-
-    def _checkpoint(self) -> bool:
-        """Commit the pending verdicts as a checkpoint; whether there were any."""
-        with self._flush_lock:
-            with self._lock:
-                pending = dict(self._pending)
-            if not pending:
-                return False
-            self._save(pending, seal=False)
-            self._saved(pending)
-            return True
+    # -- saving, by the log -----------------------------------------------------------
 
     def flush(self) -> bool:
-        """Seal: commit the pending verdicts and this writer's checkpoints as one batch, on
-        the sealed history, and delete the checkpoints' objects.
-
-        Also takes in verdicts other processes committed since the last look.
-        Returns whether a commit was made.
-        """
-        with self._flush_lock:
-            with self._lock:
-                pending = dict(self._pending)
-                idle = not pending and not self._scratch
-            if idle:
-                self._refresh()
-                return False
-            made = self._save(pending, seal=True)
-            self._saved(pending)
-            return made
-
-    def _saved(self, pending: dict[str, Outcome]) -> None:
-        """Forget as pending what is committed now; what came in meanwhile stays."""
-        with self._lock:
-            for key in pending:
-                self._pending.pop(key, None)
-
-    def _refresh(self) -> None:
-        """Take in what other writers committed since the last look (best effort)."""
-        for _ in range(3):
-            try:
-                tip = self._read_tip()
-                if tip is not None and tip.id != self._tip_id:
-                    self._absorb(tip)
-                    self._tip_id = tip.id
-                sealed = _sealed_below(tip)
-                self._sealed_id = sealed.id if sealed is not None else None
-                return
-            except (KeyError, pygit2.GitError):
-                continue  # a seal deleted the checkpoint being read: read the ref again
-
-    def _save(self, pending: dict[str, Outcome], *, seal: bool) -> bool:
-        """Commit `pending` as a checkpoint or a seal and move the ref (compare-and-swap,
-        rebuilt and retried on conflict). Returns whether a commit was needed."""
-        repo = self._flush_repo
-        records = {key.encode(): _encode(outcome) for key, outcome in pending.items()}
-        # its blob was written (by us, or is already known to git)
-        candidates = {key[:_NAME_END]: pygit2.Oid(hex=key) for key in pending if key in repo}
-        deadline = time.monotonic() + self._lock_wait
-        delay = 0.001
-        while True:
-            ref = repo.references.get(self.ref_name)
-            try:
-                tip = self._peel(ref)
-                if tip is not None and tip.id != self._tip_id:
-                    self._absorb(tip)
-                    self._tip_id = tip.id
-                if seal:
-                    built = self._build_seal(tip, records, candidates)
-                else:
-                    built = self._build_checkpoint(tip, records, candidates)
-            except (KeyError, pygit2.GitError, OSError):
-                # Another writer's seal deleted the checkpoint being read, or a fan-out
-                # directory went away under a new object: read the ref again.
-                self._settle(installed=False)
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.1)
-                continue
-            if built is None:  # a seal with nothing to seal
-                self._sealed(tip, squashed=False)
-                return False
-            commit_id, batch = built
-            expected = ref.target if ref is not None else None
-            try:
-                installed = self._install(expected, commit_id, deadline)
-            finally:
-                self._settle(installed=False)  # a failed attempt's; an installed one is settled
-            if installed:
-                if seal:
-                    self._sealed(repo[commit_id], squashed=True)
-                elif batch is not None:
-                    self._provisional.append(batch)
-                return True
-            time.sleep(delay * (1 + random.random()))
-            delay = min(delay * 2, 0.1)
-
-    def _install(
-        self, expected: pygit2.Oid | str | None, commit_id: pygit2.Oid, deadline: float
-    ) -> bool:
-        """Move the ref from `expected` (None: no ref yet) to `commit_id`; False if it moved
-        meanwhile, or another writer holds its lock.
-
-        The check is made under the ref's lock, which every writer (libgit2's
-        and git's) takes to move the ref, so nothing moves it between the check
-        and the update. This is also the only safe way to create the ref: see
-        the module's docstring. Writers here first take a lock the kernel
-        releases when its process dies, so the one holding it knows that a ref
-        lock older than a few seconds was left by a killed writer and may
-        delete it.
-        """
-        repo = self._flush_repo
-        with exclusive(common_dir(repo) / _WRITERS_LOCK) as ours:
-            if not ours:
-                if time.monotonic() > deadline:
-                    raise CacheError(
-                        f"cache ref {self.ref_name} stayed locked by another git reduce "
-                        f"for {self._lock_wait:g}s; its verdicts were not saved"
-                    )
-                return False
-            lock = common_dir(repo) / (self.ref_name + ".lock")
-            delete_if_stale(lock)
-            with repo.transaction() as transaction:  # commits on leaving: unlocks, writes if set
-                try:
-                    transaction.lock_ref(self.ref_name)
-                except (pygit2.GitError, OSError) as error:  # a git command holds the lock
-                    if time.monotonic() > deadline:
-                        raise CacheError(
-                            f"cache ref {self.ref_name} stayed locked; if no git command is "
-                            f"running, delete {lock}"
-                        ) from error
-                    return False
-                current = repo.references.get(self.ref_name)
-                if (current.target if current is not None else None) != expected:
-                    self.conflicts += 1  # moved or created concurrently: rebuild on top of it
-                    return False
-                transaction.set_target(
-                    self.ref_name, commit_id, message="gitreduce: cache checkpoint"
-                )
-        self._tip_id = commit_id
-        self._seen = set(self._record_blobs(repo[commit_id].tree))
-        self._settle(installed=True)
-        with self._lock:
-            self.flushes += 1
-        return True
-
-    def _note(self, oid: pygit2.Oid, size: int, *, unique: bool) -> pygit2.Oid:
-        """Remember an object the commit being built wrote, and whether only this writer can
-        have written it (what `_sealed` may delete)."""
-        self._attempt.append((str(oid), size, unique))
-        return oid
-
-    def _settle(self, *, installed: bool) -> None:
-        """File the objects of the commit just built: those of an installed commit are packed
-        later; unique ones are scratch until the next seal, which deletes what it does not
-        keep. A failed attempt's other objects (a compaction) are left to `git gc`: another
-        writer may have written the same ones."""
-        attempt, self._attempt = self._attempt, []
-        with self._lock:
-            for key, size, unique in attempt:
-                if unique:
-                    if not self._scratch:
-                        self._epoch = time.time()
-                    self._scratch.add(key)
-                if installed:
-                    self._written.append(key)
-                    self._written_bytes += size
-
-    def _write_batch(
-        self, records: dict[bytes, bytes], candidates: dict[str, pygit2.Oid], head: bytes
-    ) -> pygit2.Oid:
-        """The tree of one batch: its records (after `head`) and candidates."""
-        repo = self._flush_repo
-        data = head + _records_blob(records)
-        builder = repo.TreeBuilder()
-        blob = self._note(repo.create_blob(data), len(data), unique=bool(head))
-        builder.insert(_VERDICTS, blob, FileMode.BLOB)
-        for name, oid in candidates.items():
-            builder.insert(name, oid, FileMode.BLOB)
-        return self._note(builder.write(), 44 * len(builder), unique=bool(head))
-
-    def _build_checkpoint(
-        self,
-        tip: pygit2.Commit | None,
-        records: dict[bytes, bytes],
-        candidates: dict[str, pygit2.Oid],
-    ) -> tuple[pygit2.Oid, str]:
-        """A commit on top of `tip` adding one batch, whose records start with its name."""
-        name = _batch_name()
-        tree = self._write_batch(records, candidates, f"# checkpoint {name}\n".encode())
-        subject = f"{_CHECKPOINT}: {len(records)} verdict(s)"
-        parents = [tip.id] if tip is not None else []
-        return self._write_commit(tip, [], (name, tree), parents, subject, compact=False), name
-
-    def _build_seal(
-        self,
-        tip: pygit2.Commit | None,
-        records: dict[bytes, bytes],
-        candidates: dict[str, pygit2.Oid],
-    ) -> tuple[pygit2.Oid, None] | None:
-        """A commit on the nearest sealed commit below `tip`, with the tree of `tip` but this
-        writer's checkpoint batches and `records` merged into one batch; None if `tip` is
-        sealed and there is nothing to add.
-
-        Batches already in the sealed commit stay as they are: another writer's
-        seal made them part of history.
-        """
-        base = _sealed_below(tip)
-        batches = _subtree(tip.tree, _BATCHES) if tip is not None else None
-        sealed = _subtree(base.tree, _BATCHES) if base is not None else None
-        ours = sorted(
-            name
-            for name in self._provisional
-            if batches is not None and name in batches and (sealed is None or name not in sealed)
-        )
-        if not ours and not records and (tip is None or base is tip):
-            return None
-        batch = None
-        count = len(records)
-        if ours or records:
-            merged: dict[bytes, bytes] = {}
-            entries: dict[str, pygit2.Oid] = {}
-            for name in ours:
-                assert batches is not None  # ours are in it
-                for entry in batches[name]:
-                    if entry.name == _VERDICTS:
-                        for key, record in _parse_records(entry.data).items():
-                            merged.setdefault(key, record)
-                    else:
-                        entries.setdefault(entry.name or "", entry.id)
-            for key, record in records.items():
-                merged.setdefault(key, record)
-            for name, oid in candidates.items():
-                entries.setdefault(name, oid)
-            count = len(merged)
-            batch_name = ours[0] if ours else _batch_name()
-            batch = (batch_name, self._write_batch(merged, entries, b""))
-        parents = [base.id] if base is not None else []
-        subject = f"{_SEAL}: {count} verdict(s)"
-        return self._write_commit(tip, ours, batch, parents, subject, compact=True), None
-
-    def _write_commit(
-        self,
-        tip: pygit2.Commit | None,
-        remove: list[str],
-        batch: tuple[str, pygit2.Oid] | None,
-        parents: list[pygit2.Oid],
-        subject: str,
-        *,
-        compact: bool,
-    ) -> pygit2.Oid:
-        """A commit with the tree of `tip`, batches `remove` replaced by `batch` (compacted when
-        there are many and `compact`), and a random id: no two commits are ever the same."""
-        repo = self._flush_repo
-        root = tip.tree if tip is not None else None
-        if batch is None and root is not None:
-            tree_id = root.id  # a seal that only squashes checkpoints
-        else:
-            batches = _subtree(root, _BATCHES)
-            listed: dict[str, pygit2.Object] = {
-                entry.name or "": entry for entry in batches or [] if entry.name not in remove
-            }
-            if batch is not None:
-                listed[batch[0]] = repo[batch[1]]
-            root_builder = repo.TreeBuilder(root) if root else repo.TreeBuilder()
-            # a batch list naming this writer's batch, and a root holding it, are its own
-            unique = batch is not None
-            if compact and len(listed) >= self._compact_after:
-                self._compact(root, root_builder, sorted(listed.items()))
-                with contextlib.suppress(KeyError):
-                    root_builder.remove(_BATCHES)
-                unique = False
-            elif listed:
-                builder = repo.TreeBuilder()
-                for name, entry in listed.items():
-                    builder.insert(name, entry.id, entry.filemode or FileMode.TREE)
-                tree = self._note(builder.write(), 60 * len(listed), unique=unique)
-                root_builder.insert(_BATCHES, tree, FileMode.TREE)
-            if root is None or _README not in root:
-                text = _README_TEXT + (
-                    f"\n{self._description.rstrip()}\n" if self._description else ""
-                )
-                readme = self._note(repo.create_blob(text.encode()), len(text), unique=False)
-                root_builder.insert(_README, readme, FileMode.BLOB)
-            tree_id = self._note(root_builder.write(), 200, unique=unique)
-        signature = cache_signature()
-        message = f"{subject}\n\nId: {secrets.token_hex(8)}\n"
-        commit_id = repo.create_commit(None, signature, signature, message, tree_id, parents)
-        return self._note(commit_id, 300, unique=True)
-
-    def _sealed(self, final: pygit2.Commit | None, *, squashed: bool) -> None:
-        """After a seal (or finding nothing to seal): delete this writer's checkpoint objects
-        that sealed history does not refer to, and adopt batches others left loose.
-
-        Checkpoints are unreachable now: sealed commits' parents are sealed.
-        With a reflog on the ref they are not (`core.logAllRefUpdates=always`):
-        then they are packed instead.
-        """
-        keep = self._sealed_objects(final)
-        with self._lock:
-            doomed = self._scratch - keep
-            self._scratch = set()
-        if not (common_dir(self._flush_repo) / "logs" / self.ref_name).exists():
-            drop_loose(objects_dir(self._flush_repo), doomed)
-        self._provisional = []
-        self._sealed_id = final.id if final is not None else None
-        if squashed and final is not None:
-            self._adopt(final)
-
-    def _sealed_objects(self, final: pygit2.Commit | None) -> set[str]:
-        """The commits, root trees, batch lists, batches and their records of `final` and of
-        the sealed commits below it made since this writer's first scratch object: what of
-        its checkpoints sealed history may refer to."""
-        keep: set[str] = set()
-        since = self._epoch - _CLOCK_SLACK
-        commit = final
-        while commit is not None:
-            tree = commit.tree
-            keep.update((str(commit.id), str(tree.id)))
-            batches = _subtree(tree, _BATCHES)
-            if batches is not None:
-                keep.add(str(batches.id))
-                for entry in batches:
-                    keep.add(str(entry.id))
-                    if isinstance(entry, pygit2.Tree) and _VERDICTS in entry:
-                        keep.add(str(entry[_VERDICTS].id))
-            if commit.id == self._sealed_id or commit.commit_time < since or not commit.parents:
-                break
-            commit = commit.parents[0]
-        return keep
-
-    def _adopt(self, final: pygit2.Commit) -> None:
-        """Pack, with this writer's objects, what `final` newly made part of sealed history and
-        is still loose: batches of killed or still running writers (packed at most twice)."""
-        before = final.parents[0].tree if final.parents else None
-        objects = objects_dir(self._flush_repo)
-        new = (str(oid) for oid in _new_objects(before, final.tree))
-        adopted = [key for key in new if (objects / key[:2] / key[2:]).exists()]
-        with self._lock:
-            self._written.extend(adopted)
-
-    def _compact(
-        self,
-        root: pygit2.Tree | None,
-        root_builder: pygit2.TreeBuilder,
-        batches: list[tuple[str, pygit2.Object]],
-    ) -> None:
-        """Fold `(name, tree)` batches into the prefix shards of `root`, via `root_builder`."""
-        repo = self._flush_repo
-        records: dict[str, dict[bytes, bytes]] = {}
-        candidates: dict[str, dict[str, pygit2.Oid]] = {}
-        for _, batch in batches:
-            if not isinstance(batch, pygit2.Tree):
-                continue
-            for entry in batch:
-                if entry.name == _VERDICTS:
-                    for key, record in _parse_records(entry.data).items():
-                        records.setdefault(key[:2].decode(), {}).setdefault(key, record)
-                else:
-                    shard = candidates.setdefault((entry.name or "")[:2], {})
-                    shard.setdefault((entry.name or "")[2:], entry.id)
-        verdicts = _subtree(root, _VERDICTS)
-        old_candidates = _subtree(root, _CANDIDATES)
-        verdict_builder = repo.TreeBuilder(verdicts) if verdicts else repo.TreeBuilder()
-        candidate_builder = (
-            repo.TreeBuilder(old_candidates) if old_candidates else repo.TreeBuilder()
-        )
-        for shard, new in records.items():
-            lines = _parse_records(verdicts[shard].data) if verdicts and shard in verdicts else {}
-            for key, record in new.items():
-                lines.setdefault(key, record)
-            data = _records_blob(lines)
-            blob = self._note(repo.create_blob(data), len(data), unique=False)
-            verdict_builder.insert(shard, blob, FileMode.BLOB)
-        for shard, entries in candidates.items():
-            old = _subtree(old_candidates, shard)
-            builder = repo.TreeBuilder(old) if old else repo.TreeBuilder()
-            for name, oid in entries.items():
-                if old is None or name not in old:
-                    builder.insert(name, oid, FileMode.BLOB)
-            subtree = self._note(builder.write(), 42 * len(builder), unique=False)
-            candidate_builder.insert(shard, subtree, FileMode.TREE)
-        for name, builder in ((_VERDICTS, verdict_builder), (_CANDIDATES, candidate_builder)):
-            if len(builder):
-                tree = self._note(builder.write(), 30 * len(builder), unique=False)
-                root_builder.insert(name, tree, FileMode.TREE)
-
-    # -- reading ----------------------------------------------------------------------
-
-    def _peel(self, ref: pygit2.Reference | None) -> pygit2.Commit | None:
-        if ref is None:
-            return None
-        try:
-            target = self._flush_repo[ref.target]
-        except (KeyError, ValueError, pygit2.GitError):
-            return None
-        return target if isinstance(target, pygit2.Commit) else None
-
-    def _read_tip(self) -> pygit2.Commit | None:
-        return self._peel(self._flush_repo.references.get(self.ref_name))
-
-    @staticmethod
-    def _record_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
-        """Every records blob of a cache tree: shards first, then batches oldest first."""
-        blobs: list[pygit2.Oid] = []
-        verdicts = _subtree(tree, _VERDICTS)
-        for entry in verdicts or []:
-            blobs.append(entry.id)
-        batches = _subtree(tree, _BATCHES)
-        for batch in sorted(batches or [], key=lambda entry: entry.name or ""):
-            if isinstance(batch, pygit2.Tree) and _VERDICTS in batch:
-                blobs.append(batch[_VERDICTS].id)
-        return blobs
-
-    def _absorb(self, commit: pygit2.Commit, *, track: bool = True) -> None:
-        """Take in the verdicts of `commit` from records blobs not taken in before.
-
-        Remembers blob ids rather than the previous tip: that may be a
-        checkpoint another writer's seal has deleted since.
-        """
-        blobs = self._record_blobs(commit.tree)
-        found: dict[str, Outcome] = {}
-        for oid in blobs:
-            if oid in self._seen:
-                continue
-            for key, record in _parse_records(self._flush_repo[oid].data).items():
-                outcome = _decode(record)
-                if outcome is not None:
-                    found.setdefault(key.decode(), outcome)
-        with self._lock:
-            for key, outcome in found.items():
-                self._known.setdefault(key, outcome)
-        if track:
-            self._seen = set(blobs)
-
-    def _read_other_refs(self) -> None:
-        """Verdicts fetched under another name, e.g. `refs/reduce/remotes/origin/cache/<fp>`."""
-        suffix = "/cache/" + self.fingerprint
-        for name in self._flush_repo.references:
-            if name == self.ref_name or not name.startswith("refs/reduce/"):
-                continue
-            if not name.endswith(suffix):
-                continue
-            commit = self._peel(self._flush_repo.references.get(name))
-            if commit is not None:
-                self._absorb(commit, track=False)
-
-    # -- packing ----------------------------------------------------------------------
+        """Seal now (see `CacheLog.flush`); whether a commit was made."""
+        return self._log.flush()
 
     def pack(self) -> int:
-        """Pack the loose objects this instance wrote or adopted, delta-compressed; drop
-        their loose copies. Not its current checkpoints: the next seal deletes those.
+        """Pack this writer's loose objects (see `CacheLog.pack`); how many were packed."""
+        return self._log.pack()
 
-        Only our own objects: the user's loose objects are `git gc`'s business.
-        libgit2's `PackBuilder`, in process: measured on 2,000 near-identical
-        20 KB candidates it is as fast as `git pack-objects` fed the same
-        objects with path names, and the packs are within 2 % of each other
-        (the names only help pair the rewritten shards of a compaction).
-        Returns the number of objects packed.
-        """
-        with self._pack_lock:
-            with self._lock:
-                written = [key for key in self._written if key not in self._scratch]
-                self._written = [key for key in self._written if key in self._scratch]
-                self._written_bytes = 0
-            repo = pygit2.Repository(self.path)
-            objects = objects_dir(repo)
-            loose = [
-                key for key in dict.fromkeys(written) if (objects / key[:2] / key[2:]).exists()
-            ]
-            if not loose:
-                return 0
-            builder = pygit2.PackBuilder(repo)
-            builder.set_threads(0)
-            for key in loose:
-                builder.add(pygit2.Oid(hex=key))
-            builder.write()  # into objects/pack/, renamed into place once complete
-            drop_loose(objects, loose)
-            self.packs += 1
-            return len(loose)
+    @property
+    def flushes(self) -> int:
+        """Commits this writer put on the ref: checkpoints and seals."""
+        return self._log.flushes
+
+    @property
+    def conflicts(self) -> int:
+        """Times the ref moved under this writer, which rebuilt its commit on top."""
+        return self._log.conflicts
+
+    @property
+    def packs(self) -> int:
+        """Packs this writer wrote."""
+        return self._log.packs

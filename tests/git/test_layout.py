@@ -14,9 +14,10 @@ import pytest
 from support import FINGERPRINT, fsck_clean, git, make_user_repo, outcome_for, quiet_cache
 
 from gitreduce.core.engine import blob_id
-from gitreduce.git import layout, verdicts
+from gitreduce.git import cache_log, layout
+from gitreduce.git.cache_format import CACHE_REF_PREFIX
+from gitreduce.git.cache_log import CacheError
 from gitreduce.git.layout import open_cache_repository
-from gitreduce.git.verdicts import CACHE_REF_PREFIX, CacheError
 
 
 def ref_lock(repo_path: Path, age: float) -> Path:
@@ -45,7 +46,7 @@ def test_a_ref_lock_left_by_a_killed_writer_is_deleted_once_stale(tmp_path, monk
 def test_an_old_ref_lock_is_kept_while_another_writer_holds_the_writers_lock(tmp_path):
     repo_path = make_user_repo(tmp_path / "work")
     lock = ref_lock(repo_path, age=3600)
-    with open(repo_path / ".git" / verdicts._WRITERS_LOCK, "w") as other_writer:
+    with open(repo_path / ".git" / cache_log._WRITERS_LOCK, "w") as other_writer:
         fcntl.flock(other_writer, fcntl.LOCK_EX)
         cache = quiet_cache(pygit2.Repository(str(repo_path)), lock_wait_seconds=0.3)
         cache.put(cache.remember(b"int main;\n"), outcome_for(1))

@@ -1,0 +1,235 @@
+"""The verdict cache's format on its ref: what the commits, trees and records look like.
+
+Job: the names, records and tree shapes every writer and reader of a cache
+ref agrees on, and building them: a batch's tree, the compacted shards. When
+commits are made and how the ref moves among concurrent writers is
+`gitreduce.git.cache_log`; how the engine uses the cache,
+`gitreduce.git.verdicts`.
+
+One ref per test fingerprint, `refs/reduce/cache/<fingerprint>`, points at a
+commit whose tree is::
+
+    README                          what this is, how to share it
+    batches/<batch>/verdicts        the records of one batch: lines "<blob id> <record>"
+    batches/<batch>/<16 hex>        that batch's candidate blobs (entry id == key)
+    verdicts/<ab>                   compacted records, one blob per key prefix
+    candidates/<ab>/<14 hex>        compacted candidate blobs
+
+Why this shape:
+- Verdicts and candidates are reachable from a ref, so `git gc --prune=now`
+  keeps them and `git push/fetch 'refs/reduce/*'` carries them.
+- Two kinds of commits, told apart by their subjects: checkpoints (whose
+  records start with a `# checkpoint <batch>` line) and seals. A batch's name
+  starts with the time, so batches sort oldest first, and ends with a random
+  part no other writer picks.
+- Compactions fold batches into the 256 prefix shards, keeping the batch
+  list, which every commit rewrites, short. Reads load everything into a
+  dict once.
+- Records are compact JSON arrays and candidate entries have short names:
+  once candidates are delta-packed, this bookkeeping is what takes the space.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Protocol
+
+import pygit2
+from pygit2.enums import FileMode
+
+from gitreduce.core.outcome import Outcome, Verdict
+
+CACHE_REF_PREFIX = "refs/reduce/cache/"
+
+VERDICTS = "verdicts"
+CANDIDATES = "candidates"
+BATCHES = "batches"
+README = "README"
+# Subjects of the two kinds of cache commits; earlier versions only wrote seals.
+CHECKPOINT = "gitreduce cache checkpoint"
+SEAL = "gitreduce cache"
+# Entry names are the key's first hex digits: the entry's id is the full key,
+# the name only needs to be unique where it stands (64 bits) and short.
+NAME_END = 16
+FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
+
+README_TEXT = """\
+gitreduce verdict cache for one test fingerprint.
+
+batches/<batch>/verdicts   lines "<candidate blob id> [verdict, exit, seconds, signature]"
+batches/<batch>/<hex>      the candidates of that batch (entry id = candidate blob id)
+verdicts/<ab>              older batches' records, by the id's first two hex digits
+candidates/<ab>/<hex>      older batches' candidates
+
+Candidates are kept reachable so that gc does not drop them. Share it with:
+    git push origin 'refs/reduce/*'
+    git fetch origin 'refs/reduce/*:refs/reduce/*'
+"""
+
+
+def cache_signature() -> pygit2.Signature:
+    """Cache commits are machine bookkeeping: a fixed identity, no user config needed."""
+    return pygit2.Signature("git reduce", "gitreduce@localhost", int(time.time()), 0)
+
+
+def encode_record(outcome: Outcome) -> bytes:
+    """A compact JSON array `[verdict, exit_code, seconds(, signature)]`.
+
+    Seconds are kept to the millisecond: they only feed statistics.
+    """
+    record: list[object] = [outcome.verdict.value, outcome.exit_code, round(outcome.seconds, 3)]
+    if outcome.signature is not None:
+        record.append(outcome.signature)
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_record(raw: bytes) -> Outcome | None:
+    """A stored record, or None for one this version cannot read (newer writer, damage)."""
+    try:
+        record = json.loads(raw)
+        verdict, exit_code, seconds = record[:3]
+        signature = record[3] if len(record) > 3 else None
+        return Outcome(Verdict(verdict), exit_code, float(seconds), signature)
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def parse_records(data: bytes) -> dict[bytes, bytes]:
+    """Raw `key -> record` lines of a records blob.
+
+    Records stay bytes, so other writers' records are copied as they are.
+    Other lines (a checkpoint's `# checkpoint <batch>` head) are skipped.
+    """
+    lines: dict[bytes, bytes] = {}
+    for line in data.splitlines():
+        key, _, record = line.partition(b" ")
+        if len(key) == 40 and record:
+            lines.setdefault(key, record)
+    return lines
+
+
+def records_blob(lines: dict[bytes, bytes]) -> bytes:
+    return b"".join(key + b" " + record + b"\n" for key, record in sorted(lines.items()))
+
+
+def new_batch_name() -> str:
+    """The time first, so batches sort oldest first (the first verdict for a key wins), then a
+    random part: unique across writers, which is what lets a writer delete its checkpoints."""
+    return f"{time.time_ns() // 1_000_000:012x}-{secrets.token_hex(4)}"
+
+
+def child_tree(tree: pygit2.Tree | None, name: str) -> pygit2.Tree | None:
+    if tree is None or name not in tree:
+        return None
+    entry = tree[name]
+    return entry if isinstance(entry, pygit2.Tree) else None
+
+
+def record_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
+    """Every records blob of a cache tree: shards first, then batches oldest first."""
+    blobs: list[pygit2.Oid] = []
+    verdicts = child_tree(tree, VERDICTS)
+    for entry in verdicts or []:
+        blobs.append(entry.id)
+    batches = child_tree(tree, BATCHES)
+    for batch in sorted(batches or [], key=lambda entry: entry.name or ""):
+        if isinstance(batch, pygit2.Tree) and VERDICTS in batch:
+            blobs.append(batch[VERDICTS].id)
+    return blobs
+
+
+class Note(Protocol):
+    """Told of each object written for a commit being built, with its size in bytes and
+    whether only this writer can have written it."""
+
+    def __call__(self, oid: pygit2.Oid, size: int, *, unique: bool) -> pygit2.Oid: ...
+
+
+def write_batch(
+    repo: pygit2.Repository,
+    note: Note,
+    records: dict[bytes, bytes],
+    candidates: dict[str, pygit2.Oid],
+    head: bytes,
+) -> pygit2.Oid:
+    """The tree of one batch: its records (after `head`) and candidates."""
+    data = head + records_blob(records)
+    builder = repo.TreeBuilder()
+    blob = note(repo.create_blob(data), len(data), unique=bool(head))
+    builder.insert(VERDICTS, blob, FileMode.BLOB)
+    for name, oid in candidates.items():
+        builder.insert(name, oid, FileMode.BLOB)
+    return note(builder.write(), 44 * len(builder), unique=bool(head))
+
+
+def compact_batches(
+    repo: pygit2.Repository,
+    note: Note,
+    root: pygit2.Tree | None,
+    root_builder: pygit2.TreeBuilder,
+    batches: list[tuple[str, pygit2.Object]],
+) -> None:
+    """Fold `(name, tree)` batches into the prefix shards of `root`, via `root_builder`."""
+    records: dict[str, dict[bytes, bytes]] = {}
+    candidates: dict[str, dict[str, pygit2.Oid]] = {}
+    for _, batch in batches:
+        if not isinstance(batch, pygit2.Tree):
+            continue
+        for entry in batch:
+            if entry.name == VERDICTS:
+                for key, record in parse_records(entry.data).items():
+                    records.setdefault(key[:2].decode(), {}).setdefault(key, record)
+            else:
+                shard = candidates.setdefault((entry.name or "")[:2], {})
+                shard.setdefault((entry.name or "")[2:], entry.id)
+    verdicts = child_tree(root, VERDICTS)
+    old_candidates = child_tree(root, CANDIDATES)
+    verdict_builder = repo.TreeBuilder(verdicts) if verdicts else repo.TreeBuilder()
+    candidate_builder = repo.TreeBuilder(old_candidates) if old_candidates else repo.TreeBuilder()
+    for shard, new in records.items():
+        lines = parse_records(verdicts[shard].data) if verdicts and shard in verdicts else {}
+        for key, record in new.items():
+            lines.setdefault(key, record)
+        data = records_blob(lines)
+        blob = note(repo.create_blob(data), len(data), unique=False)
+        verdict_builder.insert(shard, blob, FileMode.BLOB)
+    for shard, entries in candidates.items():
+        old = child_tree(old_candidates, shard)
+        builder = repo.TreeBuilder(old) if old else repo.TreeBuilder()
+        for name, oid in entries.items():
+            if old is None or name not in old:
+                builder.insert(name, oid, FileMode.BLOB)
+        subtree = note(builder.write(), 42 * len(builder), unique=False)
+        candidate_builder.insert(shard, subtree, FileMode.TREE)
+    for name, builder in ((VERDICTS, verdict_builder), (CANDIDATES, candidate_builder)):
+        if len(builder):
+            tree = note(builder.write(), 30 * len(builder), unique=False)
+            root_builder.insert(name, tree, FileMode.TREE)
+
+
+def _is_checkpoint(commit: pygit2.Commit) -> bool:
+    return commit.message.startswith(CHECKPOINT + ":")
+
+
+def sealed_below(tip: pygit2.Commit | None) -> pygit2.Commit | None:
+    """The nearest sealed commit at or below `tip` (checkpoints have one parent at most)."""
+    commit = tip
+    while commit is not None and _is_checkpoint(commit):
+        commit = commit.parents[0] if commit.parents else None
+    return commit
+
+
+def new_objects(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[pygit2.Oid]:
+    """Ids of the objects under `new` that `old` does not have at the same path."""
+    for entry in new:
+        name = entry.name or ""
+        before = old[name] if old is not None and name in old else None
+        if before is not None and before.id == entry.id:
+            continue
+        yield entry.id
+        if isinstance(entry, pygit2.Tree):
+            yield from new_objects(before if isinstance(before, pygit2.Tree) else None, entry)
