@@ -3,7 +3,8 @@
 Job: turn keyword arguments into the sessions' settings, call the same session
 functions the command line calls, and return the same summary objects its
 reporters render (`Summary`, `PairSummary`). The command line is a client of
-this module.
+this module. `pass_schedules` and `known_passes` say which passes there are,
+for `skip_passes` to switch off.
 
 Nothing here prints or exits. Input the caller can fix raises `UserError`;
 progress goes to the callbacks given. Once the test is calibrated, Ctrl-C
@@ -25,14 +26,16 @@ the command and $GITREDUCE_FILE.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest, Store
+from gitreduce.pair import ppr
 from gitreduce.pair.current import PairCurrent
+from gitreduce.passes import schedule
 from gitreduce.sessions.pair import (
     PAIR_ALGORITHMS,
     PairAlgorithm,
@@ -61,6 +64,7 @@ def reduce_file(
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
+    skip_passes: Iterable[str] = (),
     progress: Callable[[Current], None] | None = None,
 ) -> Summary:
     """Reduce the file at `path` to a smaller one that still fails `test` the same way.
@@ -73,8 +77,10 @@ def reduce_file(
     NAME.reduced.EXT beside the input outside a repository, no file inside one).
     `branch`, `force`, `patch`: the result branch (default: reduce/NAME), whether
     it may be overwritten, and a file to write the result as a mail-ready patch.
-    `progress` is called with the current best after every improvement.
-    The reduced text is `Summary.result`.
+    `skip_passes`: passes switched off, by name (`windows`) or full label
+    (`min-commonality/tree`); see `pass_schedules`. `progress` is called with
+    the current best after every improvement. The reduced text is
+    `Summary.result`; `Summary.stats.pass_profile()` is what each pass cost.
     """
     settings = SingleSettings(
         path=Path(path),
@@ -86,6 +92,7 @@ def reduce_file(
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
         output=Path(output) if output is not None else None,
+        skip_passes=_skip_passes(skip_passes),
     )
     return reduce_single_file(settings, progress, _request(branch, force, patch))
 
@@ -105,6 +112,7 @@ def reduce_pair(
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
+    skip_passes: Iterable[str] = (),
     progress: Callable[[PairCurrent], None] | None = None,
 ) -> PairSummary:
     """Reduce a passing `seed` and a failing `variant` together, down to the change that fails.
@@ -129,6 +137,7 @@ def reduce_pair(
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
         algorithm=algorithm,
+        skip_passes=_skip_passes(skip_passes),
     )
     store = Store.near(variant_path)
     return reduce_pair_texts(settings, store, progress, _request(branch, force, patch))
@@ -151,6 +160,7 @@ def reduce_revisions(
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
+    skip_passes: Iterable[str] = (),
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> PairSummary:
@@ -182,8 +192,51 @@ def reduce_revisions(
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
         algorithm=algorithm,
+        skip_passes=_skip_passes(skip_passes),
     )
     return reduce_revision_range(where, settings, progress, _request(branch, force, patch), echo)
+
+
+# PPR's pass that runs the single-program schedule on the seed; its passes are labelled
+# under it (`min-commonality/tree`): that label switches one off there only, the plain
+# name (`tree`) everywhere.
+NESTING_PASS = "min-commonality"
+
+
+def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
+    """Both pass schedules, each as (what it is, [(pass name, summary), ...] in running order).
+
+    These are the names `skip_passes` takes and the labels `pass_profile()` reports.
+    """
+    single = (*schedule.ROUND, *schedule.FINAL)
+    return [
+        (
+            "single program (each round, then once at the end)",
+            [(declared.name, declared.summary) for declared in single],
+        ),
+        (
+            "pairwise (PPR, each round)",
+            [(declared.name, declared.summary) for declared in ppr.ROUND],
+        ),
+    ]
+
+
+def known_passes() -> list[str]:
+    """Every name `skip_passes` accepts: each pass of both schedules, then the
+    single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...)."""
+    names = [name for _, passes in pass_schedules() for name, _ in passes]
+    single = [declared.name for declared in (*schedule.ROUND, *schedule.FINAL)]
+    return names + [f"{NESTING_PASS}/{name}" for name in single]
+
+
+def _skip_passes(names: Iterable[str]) -> tuple[str, ...]:
+    """The passes to switch off, once every name is known to be one (a string is one name)."""
+    chosen = (names,) if isinstance(names, str) else tuple(names)
+    known = known_passes()
+    for name in chosen:
+        if name not in known:
+            raise UserError(f"unknown pass {name!r}; known: {', '.join(known)}")
+    return chosen
 
 
 def _polarity(interesting: bool) -> Literal["bisect", "interesting"]:

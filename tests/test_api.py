@@ -17,6 +17,7 @@ import pygit2
 import pytest
 
 import gitreduce
+from gitreduce import api
 from gitreduce.core.current import Current
 from gitreduce.pair.current import PairCurrent
 
@@ -221,6 +222,35 @@ def test_bad_input_raises_user_error(tmp_path: Path) -> None:
         gitreduce.reduce_pair(source, source, str(TEST_SH), algorithm="bogus")  # type: ignore[arg-type]
     with pytest.raises(gitreduce.UserError, match="not bad"):
         gitreduce.reduce_file(source, "true")  # the test must call the original bad
+
+
+def test_skip_passes_switches_passes_off(tmp_path: Path) -> None:
+    """A pass named in `skip_passes` never runs: no label in the profile, no tests of its own."""
+    source = tmp_path / "crash.c"
+    source.write_bytes(PROGRAM.replace(BUG_FREE, BUG))
+
+    summary = gitreduce.reduce_file(source, str(TEST_SH), jobs=2, skip_passes=["windows", "tidy"])
+
+    profile = {row["pass"]: row for row in summary.stats.pass_profile()}
+    assert "windows" not in profile and "tidy" not in profile
+    assert profile["tree"]["runs"] >= 1 and profile["tokens"]["runs"] >= 1
+    assert sum(row["tests"] for row in profile.values()) == summary.stats.tests_run
+    assert summary.as_dict()["passes"] == summary.stats.pass_profile()
+    assert status(TEST_SH, summary.result, tmp_path) == 1
+
+
+def test_unknown_pass_names_are_refused_before_any_test(tmp_path: Path) -> None:
+    source = tmp_path / "crash.c"
+    source.write_bytes(PROGRAM.replace(BUG_FREE, BUG))
+    with pytest.raises(gitreduce.UserError, match=r"unknown pass 'bogus'; known: tree, .*windows"):
+        gitreduce.reduce_file(source, "false", skip_passes=["tree", "bogus"])
+    with pytest.raises(gitreduce.UserError, match="unknown pass 'min-commonality/min-tdiff'"):
+        gitreduce.reduce_pair(source, source, "false", skip_passes=["min-commonality/min-tdiff"])
+    with pytest.raises(gitreduce.UserError, match="unknown pass 'windoze'"):
+        gitreduce.reduce_revisions("a..b", "prog.c", "false", skip_passes="windoze")
+    assert "min-commonality/windows" in api.known_passes()
+    names = [name for _, passes in api.pass_schedules() for name, _ in passes]
+    assert names[0] == "tree" and names[-3:] == ["min-tdiff", "min-ldiff", "min-commonality"]
 
 
 def test_the_package_imports_its_exports_lazily() -> None:

@@ -1,4 +1,8 @@
-"""`git reduce`: parse the command line, run the session, map errors to exit codes.
+"""`git reduce`: one command-line application, its subcommands, and the exit codes.
+
+`git reduce ARGS` reduces (FILE, GOOD..BAD -- PATH, or --seed/--variant) unless
+its first word names a subcommand (`generate`, `hooks`); a file of that name in
+the current directory is still the one to reduce.
 
 Exit codes: 0 done; 1 internal error; 2 bad input or an unusable test (one-line
 message); 130 interrupted (the best result so far is still written).
@@ -9,13 +13,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
 from typer.exceptions import TyperException
 
 from gitreduce import api
+from gitreduce.cli import hooks
+from gitreduce.cli.generate import HELP as GENERATE_HELP
+from gitreduce.cli.generate import generate_command
 from gitreduce.cli.history import History, chain
 from gitreduce.cli.html import write_html
 from gitreduce.cli.options import (
@@ -30,6 +39,7 @@ from gitreduce.cli.options import (
     Jobs,
     PatchFile,
     Quiet,
+    ShowStats,
     Signature,
     TestCommand,
     TestTimeout,
@@ -40,6 +50,7 @@ from gitreduce.cli.progress import (
     PairProgressPrinter,
     ProgressPrinter,
     print_pair_summary,
+    print_pass_profile,
     print_summary,
     write_pair,
 )
@@ -47,10 +58,76 @@ from gitreduce.core.errors import UserError
 from gitreduce.git.store import Store
 from gitreduce.sessions.pair import PAIR_ALGORITHMS
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+if TYPE_CHECKING:  # type hints only: typer's own copy of click
+    from typer import _click
+
+REDUCE = "reduce"  # the default command: what `git reduce` runs without a subcommand
+
+
+class ReduceByDefault(TyperGroup):
+    """A group whose arguments go to the `reduce` command unless the first names a subcommand.
+
+    `git reduce --help` shows the reduce command's help with the subcommands under it.
+    """
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        if not self._names_subcommand(ctx, args):
+            args = [REDUCE, *paths_last(args)]
+        return super().parse_args(ctx, args)
+
+    def _names_subcommand(self, ctx: _click.Context, args: list[str]) -> bool:
+        if not args:
+            return False
+        first = args[0]
+        if first in ctx.help_option_names:
+            return True
+        return first != REDUCE and first in self.commands and not Path(first).is_file()
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        default = self.commands[REDUCE]
+        view = TyperGroup(
+            name=self.name,
+            commands={name: command for name, command in self.commands.items() if name != REDUCE},
+            params=default.params,
+            help=default.help,
+            rich_markup_mode=self.rich_markup_mode,
+            subcommand_metavar="| COMMAND [ARGS]...",
+        )
+        view.format_help(ctx, formatter)
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, cls=ReduceByDefault)
+app.command(
+    "generate",
+    help=GENERATE_HELP,
+    short_help="Reduce a generated input by reducing the generator's execution (GReduce).",
+)(generate_command)
+app.add_typer(
+    hooks.app,
+    name="hooks",
+    short_help="Install or remove the git hooks that reduce commits with a Reduce-Test trailer.",
+)
+
+
+def _list_passes(value: bool) -> None:
+    """`--list-passes`: both schedules, each pass's name and summary in running order."""
+    if not value:
+        return
+    for title, passes in api.pass_schedules():
+        width = max(len(name) for name, _ in passes)
+        sys.stdout.write(f"{title}:\n")
+        for name, summary in passes:
+            sys.stdout.write(f"  {name:<{width}}  {summary}\n")
+    sys.stdout.write(
+        f"{api.NESTING_PASS} runs the single-program passes on the seed; "
+        f"--skip-pass {api.NESTING_PASS}/NAME switches one off there only.\n"
+    )
+    raise typer.Exit()
 
 
 @app.command(
+    REDUCE,
+    hidden=True,
     help=(
         "Reduce FILE to a smaller file that still fails the test the same way, or "
         "(--seed S --variant V, or GOOD..BAD -- PATH) reduce a passing seed and a failing "
@@ -62,7 +139,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
         "test's working directory.\n\n"
         "Exit codes: 0 done, 2 bad input or unusable test, 130 interrupted "
         "(best result so far written), 1 internal error."
-    )
+    ),
 )
 def reduce(
     targets: Annotated[
@@ -107,11 +184,33 @@ def reduce(
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
     ] = None,
+    skip_pass: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--skip-pass",
+            metavar="NAME",
+            help="Switch a pass off, by name (windows) or label (min-commonality/tree); "
+            "repeatable. See --list-passes.",
+            show_default=False,
+        ),
+    ] = None,
+    _list: Annotated[
+        bool,
+        typer.Option(
+            "--list-passes",
+            is_eager=True,
+            expose_value=False,
+            callback=_list_passes,
+            help="Print the passes of both schedules, in the order they run, and exit.",
+        ),
+    ] = False,
+    stats: ShowStats = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    skip_passes = skip_pass or []
     with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
         if algorithm not in PAIR_ALGORITHMS:
@@ -143,6 +242,7 @@ def reduce(
                         branch=branch,
                         force=force,
                         patch=patch,
+                        skip_passes=skip_passes,
                         progress=observe,
                         echo=lambda line: console.print(line, highlight=False, markup=False),
                     )
@@ -162,6 +262,7 @@ def reduce(
                         branch=branch,
                         force=force,
                         patch=patch,
+                        skip_passes=skip_passes,
                         progress=observe,
                     )
             finally:
@@ -180,6 +281,8 @@ def reduce(
             }
             if html is not None:
                 write_html(html, record, pair_summary.seed, pair_summary.variant, history)
+            if stats and not as_json:
+                print_pass_profile(pair_summary.stats)
             if as_json:
                 sys.stdout.write(json.dumps(record, indent=2) + "\n")
             if pair_summary.interrupted:
@@ -205,6 +308,7 @@ def reduce(
                 branch=branch,
                 force=force,
                 patch=patch,
+                skip_passes=skip_passes,
                 progress=chain(progress, history),
             )
         finally:
@@ -216,6 +320,8 @@ def reduce(
         }
         if html is not None:
             write_html(html, record, None, summary.result, history)
+    if stats and not as_json:
+        print_pass_profile(summary.stats)
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     if summary.interrupted:
@@ -232,7 +338,7 @@ def _revisions(targets: list[str]) -> tuple[str, str] | None:
 
 
 def paths_last(argv: list[str]) -> list[str]:
-    """`GOOD..BAD -- PATH --test CMD` as DESIGN.md writes it: options may follow the paths.
+    """`GOOD..BAD -- PATH --test CMD` as the usage line writes it: options may follow the paths.
 
     Everything after `--` is positional to click, so the paths (the words right
     after `--` that are not options) move to the end, behind their `--`.
@@ -246,24 +352,20 @@ def paths_last(argv: list[str]) -> list[str]:
     return argv[:at] + argv[end:] + argv[at:end]
 
 
-def main() -> None:
-    """Entry point; click's usage errors become one `error:` line too."""
-    argv = sys.argv[1:]
-    if argv[:1] == ["hooks"] and not Path("hooks").is_file():
-        from gitreduce.cli import hooks
-
-        sys.exit(hooks.main(argv[1:]))
-    if argv[:1] == ["generate"] and not Path("generate").is_file():
-        from gitreduce.cli.generate import main as generate_main
-
-        generate_main(argv[1:])  # exits itself: 0 / 1 / 2 / 130
+def run(argv: list[str]) -> int:
+    """`git reduce ARGV` to its exit code; click's usage errors become one `error:` line too."""
     try:
-        code = app(args=paths_last(argv), standalone_mode=False)
-    except TyperException as error:  # usage errors: unknown option, bad value
+        code = app(args=argv, prog_name="git reduce", standalone_mode=False)
+    except TyperException as error:  # usage errors: unknown option, bad value, no such command
         Console(stderr=True, soft_wrap=True).print(
-            f"[red]error:[/] {error.format_message()}", highlight=False
+            f"[red]error:[/] {escape(error.format_message())}", highlight=False
         )
-        code = 2
+        return 2
     except typer.Abort:
-        code = EXIT_INTERRUPTED
-    sys.exit(code if isinstance(code, int) else 0)
+        return EXIT_INTERRUPTED
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    """The `git-reduce` entry point."""
+    sys.exit(run(sys.argv[1:]))

@@ -1,5 +1,8 @@
 """`git reduce generate`: reduce a generated input by reducing the generator's execution.
 
+Job: the subcommand's options, the session call and its terminal report; the
+command is registered on `git reduce`'s one application (see `cli.app`).
+
 Exit codes as for `git reduce`: 0 done; 1 internal error; 2 bad input, an
 unusable test or a generator that fails (one-line message); 130 interrupted
 (the best result so far is still written).
@@ -16,8 +19,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from typer.exceptions import TyperException
 
 from gitreduce.cli.options import (
     DEFAULT_JOBS,
@@ -31,12 +32,14 @@ from gitreduce.cli.options import (
     Jobs,
     PatchFile,
     Quiet,
+    ShowStats,
     Signature,
     TestCommand,
     TestTimeout,
     reported_errors,
     resolve_test,
 )
+from gitreduce.cli.progress import print_pass_profile
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
 from gitreduce.generator.replay import Alignment
@@ -48,8 +51,6 @@ from gitreduce.sessions.generate import (
     TraceSearcher,
     generate,
 )
-
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 HELP = (
     "Reduce the input a random generator makes at --seed by reducing the generator's "
@@ -67,7 +68,6 @@ HELP = (
 )
 
 
-@app.command(help=HELP)
 def generate_command(
     gen: Annotated[
         str, typer.Argument(metavar="GEN", help="FILE.py[:FUNCTION] or MODULE:FUNCTION.")
@@ -112,6 +112,7 @@ def generate_command(
     branch: Branch = None,
     force: Force = False,
     patch: PatchFile = None,
+    stats: ShowStats = False,
     as_json: AsJson = False,
     quiet: Quiet = False,
     debug: Debug = False,
@@ -149,6 +150,8 @@ def generate_command(
         request = ResultRequest(branch=branch, force=force, patch=patch)
         summary = generate(settings, _progress(console), request)
     print_summary(console, summary)
+    if stats and not as_json:
+        print_pass_profile(summary.stats)
     if as_json:
         sys.stdout.write(json.dumps(summary.as_dict(), indent=2) + "\n")
     if summary.interrupted:
@@ -212,21 +215,3 @@ def print_summary(console: Console, summary: GenerateSummary) -> None:
         )
     if summary.output is not None:
         console.print(f"written to {summary.output}", highlight=False)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry point for `git reduce generate ARGS`; usage errors become one `error:` line too."""
-    try:
-        code = app(
-            args=sys.argv[1:] if argv is None else argv,
-            prog_name="git reduce generate",
-            standalone_mode=False,
-        )
-    except TyperException as error:
-        Console(stderr=True, soft_wrap=True).print(
-            f"[red]error:[/] {escape(error.format_message())}", highlight=False
-        )
-        code = 2
-    except typer.Abort:
-        code = EXIT_INTERRUPTED
-    sys.exit(code if isinstance(code, int) else 0)

@@ -1,18 +1,17 @@
 """`git reduce hooks install|uninstall`: the command-line front of `gitreduce.git.hooks`.
 
-Job: parse the subcommand, run the install or uninstall in the current
-repository, and report what was done, or one `error:` line, on stderr.
+Job: the `hooks` sub-application of `git reduce` (see `cli.app`): run the
+install or uninstall in the current repository, and report what was done, or
+one `error:` line, on stderr.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from typer.exceptions import TyperException
 
 from gitreduce.core.errors import UserError
 from gitreduce.git.hooks import install, uninstall
@@ -60,18 +59,3 @@ def uninstall_command() -> None:
         _report(uninstall(Path.cwd()))
     except UserError as error:
         raise _fail(error) from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`git reduce hooks ARGS`: run the hooks app, usage errors as one `error:` line."""
-    args = sys.argv[1:] if argv is None else argv
-    try:
-        code = app(args=args, prog_name="git reduce hooks", standalone_mode=False)
-    except TyperException as error:
-        Console(stderr=True, soft_wrap=True).print(
-            f"[red]error:[/] {error.format_message()}", highlight=False
-        )
-        return 2
-    except typer.Abort:
-        return 130
-    return code if isinstance(code, int) else 0

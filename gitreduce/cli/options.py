@@ -45,6 +45,14 @@ PatchFile = Annotated[
     Path | None, typer.Option("--patch", help="Also write the result as a mail-ready patch.")
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")]
+ShowStats = Annotated[
+    bool,
+    typer.Option(
+        "--stats",
+        help="After the summary, print what each pass cost and gained on stdout "
+        "(with --json: its `passes` array).",
+    ),
+]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
 Debug = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 

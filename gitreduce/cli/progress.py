@@ -366,8 +366,10 @@ def pass_profile_table(stats: Stats) -> Table:
     its tests are its own, so the tests column adds up to the run's total.
     """
     table = Table(box=box.SIMPLE_HEAD, title="passes", title_justify="left")
-    for heading in ("pass", "runs", "tests", "cached", "rejected", "successes", "tokens", "s"):
-        table.add_column(heading, justify="left" if heading == "pass" else "right")
+    labels = max((len(label) for label in stats.passes), default=0)
+    table.add_column("pass", no_wrap=True, min_width=labels)
+    for heading in ("runs", "tests", "cached", "rejected", "successes", "tokens", "s"):
+        table.add_column(heading, justify="right", no_wrap=True)
     for label, figures in stats.passes.items():
         table.add_row(
             label,
@@ -380,3 +382,14 @@ def pass_profile_table(stats: Stats) -> Table:
             f"{figures.seconds:.1f}",
         )
     return table
+
+
+def print_pass_profile(stats: Stats) -> None:
+    """`--stats` without `--json`: the pass profile on stdout, after the summary, never
+    narrower than its rows (a pipe's 80 columns would cut `min-commonality/...`)."""
+    table = pass_profile_table(stats)
+    needed = Console(width=10_000).measure(table).maximum
+    console = Console()
+    if console.width < needed:
+        console = Console(width=needed)
+    console.print(table)

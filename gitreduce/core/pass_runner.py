@@ -63,6 +63,7 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
     engine = on.engine
     if declared.name in engine.skipped_passes or label in engine.skipped_passes:
         return False
+    stats = engine.stats.of_pass(label)  # before its nested passes: the profile reads in order
     tokens_before = on.tokens
     started = time.monotonic()
     on.label = label
@@ -70,7 +71,6 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
         progress = declared.run(target)
     finally:
         on.label = outer
-        stats = engine.stats.of_pass(label)
         stats.runs += 1
         stats.seconds += time.monotonic() - started
         stats.tokens_removed += max(0, tokens_before - on.tokens)

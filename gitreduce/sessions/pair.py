@@ -50,6 +50,7 @@ class PairSettings:
     algorithm: PairAlgorithm = "ppr"
     path: str = ""  # repository-relative, for the result commits (default: name)
     sources: tuple[str, ...] = ()  # the seed's and the variant's commits, when known
+    skip_passes: tuple[str, ...] = ()  # pass names or labels switched off (see `run_pass`)
 
 
 PairAlgorithm = Literal["ppr", "dd", "dd-empty"]
@@ -130,6 +131,7 @@ def reduce_pair_texts(
         warnings,
         settings.jobs,
         lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache),
+        settings.skip_passes,
     ) as run:
         engine = run.engine
         current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, progress)

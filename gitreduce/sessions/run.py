@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,12 +38,13 @@ class _Run(Protocol):
 
 
 def run_figures(run: _Run) -> dict[str, object]:
-    """The timing and result part every mode's `--json` summary shares.
+    """The per-pass profile, timing and result part every mode's `--json` summary shares.
 
     Overhead is wall time during which no test was running: what the tool itself cost.
     """
     overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
     return {
+        "passes": run.stats.pass_profile(),
         "test": run.test,
         "wall_seconds": round(run.wall_seconds, 3),
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
@@ -120,9 +121,16 @@ class CalibratedRun:
 
 @contextmanager
 def calibrated_run(
-    store: Store, spec: TestSpec, warnings: list[str], jobs: int, calibrate: Calibrate
+    store: Store,
+    spec: TestSpec,
+    warnings: list[str],
+    jobs: int,
+    calibrate: Calibrate,
+    skipped_passes: Iterable[str] = (),
 ) -> Iterator[CalibratedRun]:
     """Verdict cache, calibration of the originals, oracle and engine for one reduction.
+
+    The engine switches off the passes named in `skipped_passes` (see `run_pass`).
 
     Ctrl-C, SIGTERM or a closed oracle inside the block only mark the run
     interrupted, so the caller still writes and records the best result; the
@@ -157,6 +165,7 @@ def calibrated_run(
                 lambda outcome: spec.is_interesting(reference, outcome),
                 jobs=jobs,
                 cache=cache,
+                skipped_passes=skipped_passes,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
             run = CalibratedRun(engine, spec, reference)

@@ -45,6 +45,7 @@ class SingleSettings:
     signature: str | None = None
     any_failure: bool = False
     output: Path | None = None
+    skip_passes: tuple[str, ...] = ()  # pass names or labels switched off (see `run_pass`)
 
 
 @dataclass
@@ -123,6 +124,7 @@ def reduce_file(
         warnings,
         settings.jobs,
         lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
+        settings.skip_passes,
     ) as run:
         current = Current(original, run.engine, syntax, progress)
         before_tokens = current.tokens

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from gitreduce.api import known_passes
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sequence-point"
 VARIANT = FIXTURES / "variant.c"
@@ -376,6 +379,94 @@ def test_quiet_success_prints_nothing(tmp_path):
     assert process.returncode == 0
     assert process.stderr == "" and process.stdout == ""
     assert reproduces(cwd / "q.c")
+
+
+# --- subcommands, the pass profile, passes switched off ----------------------------------
+
+
+def test_help_lists_the_subcommands(tmp_path):
+    process = run_cli("--help", cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    assert "generate" in process.stdout and "hooks" in process.stdout
+    assert "--skip-pass" in process.stdout  # and the default command's own options
+    for subcommand, expected in (("hooks", "uninstall"), ("generate", "--seed")):
+        process = run_cli(subcommand, "--help", cwd=tmp_path)
+        assert process.returncode == 0, process.stderr
+        assert f"git reduce {subcommand}" in process.stdout and expected in process.stdout
+
+
+def test_hooks_install_and_uninstall_through_the_one_app(tmp_path):
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    hook = repo / ".git" / "hooks" / "post-commit"
+    process = run_cli("hooks", "install", cwd=repo)
+    assert process.returncode == 0, process.stderr
+    assert "installed" in process.stderr and hook.is_file()
+    process = run_cli("hooks", "uninstall", cwd=repo)
+    assert process.returncode == 0, process.stderr
+    assert "removed" in process.stderr and not hook.exists()
+    check_one_line_error(run_cli("hooks", "bogus", cwd=repo), "bogus")
+
+
+def test_a_file_named_like_a_subcommand_is_reduced(tmp_path):
+    shutil.copy(VARIANT, tmp_path / "hooks")
+    process = run_cli(
+        "hooks", "--test", f"{TEST_SH} {{}}", "--language", "c", "-o", "small.c", cwd=tmp_path
+    )
+    assert process.returncode == 0, process.stderr
+    assert reproduces(tmp_path / "small.c")
+    assert len((tmp_path / "small.c").read_bytes()) * 5 < len(VARIANT.read_bytes())
+
+
+def profile_rows(stdout: str) -> dict[str, list[int]]:
+    """The `--stats` table's rows: pass label -> runs, tests, cached, rejected, successes."""
+    rows = {}
+    for line in stdout.splitlines():
+        fields = line.split()
+        if len(fields) == 8 and fields[1].isdigit():
+            rows[fields[0]] = [int(field) for field in fields[1:6]]
+    return rows
+
+
+def test_stats_prints_the_pass_profile_and_skip_pass_switches_one_off(tmp_path):
+    cwd = workdir(tmp_path)
+    process = run_cli("variant.c", "--test", TEST_SH, "--stats", "--jobs", 2, cwd=cwd)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout.startswith("passes")
+    rows = profile_rows(process.stdout)
+    assert next(iter(rows)) == "tree" and {"tokens", "windows", "tidy"} <= set(rows)
+    tests = int(re.search(r"; (\d+) tests,", process.stderr)[1])
+    assert sum(row[1] for row in rows.values()) == tests
+    # the verdicts are cached now: the same reduction again, windows switched off
+    process = run_cli(
+        "variant.c", "--test", TEST_SH, "--skip-pass", "windows", "--stats", "--json", cwd=cwd
+    )
+    assert process.returncode == 0, process.stderr
+    labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]  # no table: JSON
+    assert "windows" not in labels and {"tree", "tokens", "tidy"} <= set(labels)
+    assert reproduces(cwd / "variant.reduced.c")
+
+
+def test_json_pass_profile_adds_up(reduced):
+    summary = json.loads(reduced[1][1].stdout)
+    passes = summary["passes"]
+    assert passes[0]["pass"] == "tree"
+    assert sum(row["tests"] for row in passes) == summary["tests_run"]
+    assert {row["pass"]: row["tests"] for row in passes if row["tests"]} == summary["tests_by_pass"]
+
+
+def test_an_unknown_pass_is_one_error_line(tmp_path):
+    cwd = workdir(tmp_path)
+    process = run_cli("variant.c", "--test", TEST_SH, "--skip-pass", "bogus", cwd=cwd, wide=False)
+    check_one_line_error(process, "unknown pass 'bogus'", "windows", "min-commonality/tree")
+
+
+def test_list_passes_names_every_pass(tmp_path):
+    process = run_cli("--list-passes", cwd=tmp_path)
+    assert process.returncode == 0 and process.stderr == ""
+    listed = [line.split()[0] for line in process.stdout.splitlines() if line.startswith("  ")]
+    assert listed == [name for name in known_passes() if "/" not in name]
+    assert "single program" in process.stdout and "pairwise (PPR" in process.stdout
 
 
 # --- interruption ------------------------------------------------------------------------

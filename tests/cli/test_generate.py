@@ -1,7 +1,7 @@
 """`git reduce generate` end to end: generator workers, the oracle, the cache, the result.
 
 Toy generators run through the typer app in process (fast); the shipped C
-fixture runs through a subprocess `python -c '...; app()'`, with real gcc.
+fixture runs through a subprocess `python -c '...; main()'`, with real gcc.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pygit2
 import pytest
 from typer.testing import CliRunner
 
-from gitreduce.cli.generate import app
+from gitreduce.cli.app import app
 from gitreduce.core.engine import Engine, blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.generator.plan import removable
@@ -78,7 +78,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def invoke(*args: str, polish: bool = False) -> tuple[int, str, str]:
     """The CLI in process; without polishing unless asked, since most of these tests are
     about what the trace reduction alone finds."""
-    result = CliRunner().invoke(app, [*args, "--polish" if polish else "--no-polish"])
+    result = CliRunner().invoke(app, ["generate", *args, "--polish" if polish else "--no-polish"])
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -118,6 +118,23 @@ def test_listing1_through_the_cli(workdir: Path, strategy: str, alignment: str) 
     assert summary["strategy"] == strategy and summary["alignment"] == alignment
     assert 0 < summary["tests_run"] <= 4
     assert "reduced: 8 → 4 bytes" in stderr
+
+
+def test_the_pass_profile(workdir: Path) -> None:
+    """`passes` in the JSON: the trace search under its strategy's label, then the polish's
+    passes; `--stats` prints them as a table on stdout."""
+    write(workdir / "listing1.py", LISTING1)
+    args = ("listing1.py:gen", "--seed", "26524", "--test", HAS_C, "--strategy", "sequence")
+    code, stdout, stderr = invoke(*args, "--json", "--stats", "-q", polish=True)
+    assert code == 0, stderr
+    summary = json.loads(stdout)  # with --json the table stays out of stdout
+    labels = [row["pass"] for row in summary["passes"]]
+    assert labels[0] == "sequence" and {"lines", "tokens", "tidy"} <= set(labels)
+    assert sum(row["tests"] for row in summary["passes"]) == summary["tests_run"]
+    code, stdout, stderr = invoke(*args, "--stats", "-q", polish=True)
+    assert code == 0, stderr
+    assert stdout.startswith("passes") and stderr == ""
+    assert set(labels) <= {line.split()[0] for line in stdout.splitlines()[4:] if line.strip()}
 
 
 def test_printed_output_and_the_default_names(workdir: Path) -> None:
@@ -439,7 +456,8 @@ def run_app(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-c",
-            "from gitreduce.cli.generate import app; app()",
+            "from gitreduce.cli.app import main; main()",
+            "generate",
             *map(str, args),
         ],
         cwd=cwd,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitreduce.cli import hooks
+from gitreduce.cli.app import run
 
 
 @pytest.fixture
@@ -24,18 +24,18 @@ def test_cli_errors_are_one_line(
     hook.parent.mkdir(exist_ok=True)
     hook.write_text("#!/bin/sh\n")
     monkeypatch.chdir(repo)
-    assert hooks.main(["install"]) == 2
+    assert run(["hooks", "install"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "--force" in err and "\n" not in err
-    assert hooks.main(["install", "--force"]) == 0
+    assert run(["hooks", "install", "--force"]) == 0
     assert "installed" in capsys.readouterr().err
-    assert hooks.main(["uninstall"]) == 0
+    assert run(["hooks", "uninstall"]) == 0
     assert "restored the previous hook" in capsys.readouterr().err
-    assert hooks.main(["bogus"]) == 2
+    assert run(["hooks", "bogus"]) == 2
     assert capsys.readouterr().err.startswith("error:")
     outside = tmp_path / "plain"
     outside.mkdir()
     monkeypatch.chdir(outside)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    assert hooks.main(["install"]) == 2
+    assert run(["hooks", "install"]) == 2
     assert "not in a git repository" in capsys.readouterr().err

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from gitreduce.api import known_passes
+
 jsonschema = pytest.importorskip("jsonschema")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +87,21 @@ def run_json(cwd: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+def pass_labels(record: dict[str, Any]) -> list[str]:
+    """The labels of `passes`, once its figures are checked against the totals: every
+    test counts for exactly one label, so the tests add up to `tests_run`, and
+    `tests_by_pass` is the same figures without the passes that ran no test. A pass
+    of the schedules ran at least once; tests outside them (`comments`) have no runs."""
+    passes = record["passes"]
+    labels = [row["pass"] for row in passes]
+    assert len(labels) == len(set(labels))
+    assert sum(row["tests"] for row in passes) == record["tests_run"]
+    assert {row["pass"]: row["tests"] for row in passes if row["tests"]} == record["tests_by_pass"]
+    known = set(known_passes())
+    assert all((row["runs"] >= 1) == (row["pass"] in known) for row in passes)
+    return labels
+
+
 def test_the_schema_is_valid_draft_2020_12() -> None:
     jsonschema.Draft202012Validator.check_schema(load_schema())
 
@@ -95,6 +112,8 @@ def test_single_file_run(plain: Path, env: dict[str, str]) -> None:
     assert record["input"] == "variant.c" and record["branch"] is None
     assert record["tokens_after"] < record["tokens_before"]
     assert len(record["commits"]) == 1
+    labels = pass_labels(record)
+    assert labels[0] == "tree" and {"tokens", "windows", "tidy"} <= set(labels)
 
 
 def test_pairwise_run_on_plain_files(plain: Path, env: dict[str, str]) -> None:
@@ -116,6 +135,9 @@ def test_pairwise_run_on_plain_files(plain: Path, env: dict[str, str]) -> None:
     assert record["first_bad_commit"] is None
     assert Path(record["variant_output"]).is_file() and patch.is_file()
     assert len(record["commits"]) == 2
+    labels = pass_labels(record)
+    assert labels[:3] == ["min-tdiff", "min-ldiff", "min-commonality"]
+    assert "min-commonality/tree" in labels
 
 
 def test_bisected_revision_range(tmp_path: Path, env: dict[str, str]) -> None:
@@ -149,6 +171,7 @@ def test_bisected_revision_range(tmp_path: Path, env: dict[str, str]) -> None:
     assert record["branch"] and record["branch"].startswith("reduce/")
     assert git("rev-parse", record["branch"]) == record["commits"][-1]
     assert record["seed_output"] is None and record["variant_output"] is None
+    assert "bisect" not in pass_labels(record)  # the bisect's tests are not the reduction's
 
 
 def test_a_failed_run_prints_nothing_on_stdout(plain: Path, env: dict[str, str]) -> None:
@@ -171,6 +194,7 @@ def test_the_schema_rejects_what_it_should() -> None:
         "cache_hits": 0,
         "syntax_rejected": 0,
         "tests_by_pass": {},
+        "passes": [],
         "wall_seconds": 0.1,
         "oracle_seconds": 0.0,
         "overhead_seconds": 0.1,
@@ -191,8 +215,35 @@ def test_the_schema_rejects_what_it_should() -> None:
         good | {"commits": ["abc"]},
         good | {"tokens_after": -1},
         good | {"first_bad_commit": None},  # a pair key in a single-file record
+        {key: value for key, value in good.items() if key != "passes"},
+        good | {"passes": [{"pass": "tree", "runs": 1, "tests": 2}]},
+        good | {"passes": [ROW | {"seconds": -1.0}]},
+        good | {"passes": [ROW | {"undocumented": 1}]},
     ):
         assert not check.is_valid(bad), bad
+    check.validate(good | {"passes": [ROW, ROW | {"pass": "min-commonality/tree"}]})
+
+
+ROW = {
+    "pass": "tree",
+    "runs": 2,
+    "tests": 132,
+    "cache_hits": 87,
+    "syntax_rejected": 37,
+    "successes": 16,
+    "tokens_removed": 249,
+    "seconds": 3.41,
+}
+
+
+def test_the_documented_examples_validate() -> None:
+    """docs/json-schema.md's examples are real output: valid, their passes adding up."""
+    page = (ROOT / "docs" / "json-schema.md").read_text()
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)```", page, re.S)]
+    assert len(examples) == 2
+    for example in examples:
+        validator().validate(example)
+        pass_labels(example)
 
 
 def test_every_key_is_documented() -> None:
