@@ -384,7 +384,7 @@ def test_range_leaves_head_index_work_tree_and_branch_alone(reduced):
 
 
 def test_candidates_sit_at_their_repository_relative_path(reduced):
-    """DESIGN.md: each candidate is materialised in a private scratch directory at its
+    """Each candidate is materialised in a private scratch directory at its
     repository-relative PATH, the test running with that directory as its cwd."""
     where = {fields[2] for fields in log_lines(reduced["log"]) if fields[0] == "start"}
     assert where == {PATH}
