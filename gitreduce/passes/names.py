@@ -15,15 +15,10 @@ from collections.abc import Iterator
 import tree_sitter
 
 from gitreduce.core.current import Current, deletion_spans, render_deletions
+from gitreduce.lang.kinds import BLOCK_LIKE, STATEMENT_LIKE, is_identifier
 from gitreduce.passes.tree import list_units
 
-STATEMENT_LIKE = ("statement", "declaration", "definition", "item", "field_declaration")
-BLOCK_LIKE = ("block", "compound_statement")
 SEPARATOR = b","
-
-
-def is_identifier(node: tree_sitter.Node) -> bool:
-    return node.child_count == 0 and node.is_named and "identifier" in node.type
 
 
 def _in_comma_list(node: tree_sitter.Node) -> bool:

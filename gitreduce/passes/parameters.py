@@ -21,13 +21,12 @@ import tree_sitter
 
 from gitreduce.core import edits
 from gitreduce.core.current import Current
-
-PARAMETER_FIELDS = ("parameters", "type_parameters")
-# declaration kinds that declare variables (JavaScript's lexical_declaration, Go's
-# var_declaration, Rust's let_declaration, Lua's local variable_declaration)
-VARIABLE_DECLARATIONS = ("variable", "var_", "lexical", "let", "local", "property")
-VARIABLE_KEYWORDS = ("let", "var", "local")
-ARGUMENT_FIELDS = ("arguments", "type_arguments")
+from gitreduce.lang.kinds import (
+    ARGUMENT_FIELDS,
+    PARAMETER_FIELDS,
+    VARIABLE_DECLARATIONS,
+    VARIABLE_KEYWORDS,
+)
 
 
 def _identifier_text(node: tree_sitter.Node | None) -> bytes | None:

@@ -18,24 +18,18 @@ import tree_sitter
 
 from gitreduce.core import edits
 from gitreduce.core.current import Current, deletion_edits
-from gitreduce.passes.names import enclosing_unit, is_identifier, outermost_spans
+from gitreduce.lang.kinds import (
+    DECLARED_TYPE_FIELD,
+    NOT_A_TAIL,
+    RESULT_FIELDS,
+    RETURNS,
+    TAIL_ENDINGS,
+    is_function,
+    is_identifier,
+)
+from gitreduce.passes.names import enclosing_unit, outermost_spans
 
-RESULT_FIELDS = ("return_type", "result")
-DECLARED_TYPE_FIELD = "type"
-RETURNS = ("return_statement", "return_expression")
-TAIL_ENDINGS = ("expression", "identifier", "literal", "invocation")
-NOT_A_TAIL = ("statement", "declaration", "definition", "item", "comment")
 VOID = b"void"
-
-
-def _is_function(node: tree_sitter.Node) -> bool:
-    """Anything with a body and parameters of its own: functions, methods, closures, lambdas."""
-    if node.child_by_field_name("body") is None:
-        return False
-    if node.child_by_field_name("parameters") is not None:
-        return True
-    declarator = node.child_by_field_name("declarator")
-    return declarator is not None and "function" in declarator.type
 
 
 def _result_edit(function: tree_sitter.Node) -> edits.Edit | None:
@@ -59,7 +53,7 @@ def _own_descendants(body: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     while pending:
         node = pending.pop()
         yield node
-        if not _is_function(node):
+        if not is_function(node):
             pending.extend(node.children)
 
 
@@ -141,7 +135,7 @@ def return_candidates(current: Current) -> Iterator[bytes]:
     while pending:
         node = pending.pop()
         pending.extend(reversed(node.named_children))
-        if _is_function(node):
+        if is_function(node):
             yield from _candidates_for(node, parsed.text)
 
 
