@@ -74,9 +74,9 @@ POST_COMMIT = r"""#!/bin/sh
 # digits, '.', '_', '-'), runs nothing: the note says why. The result is also
 # kept as the branch reduce/<short sha>. CMD runs in the root of the work tree.
 # The commit is never delayed or failed: the hook returns at once and always
-# exits 0. It acts on `git commit` (and --amend) only, not on cherry-pick,
-# revert, rebase or am, so rewriting a history of findings does not start one
-# reduction per commit. Log: $GIT_DIR/gitreduce-hook.log. Off for one command:
+# exits 0. It starts reductions for `git commit` (and --amend) only, not for
+# cherry-pick, revert, rebase or am, so rewriting a history of findings does
+# not start one reduction per commit. Log: $GIT_DIR/gitreduce-hook.log. Off for one command:
 # GITREDUCE_HOOK=0.
 
 # The git-reduce that installed this hook (used while it exists), else PATH's.
@@ -112,7 +112,7 @@ not_run() {
     # $1 is the reason (one line), the further arguments the note's other lines.
     say "$short not run: $1"
     log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log || return 0
-    echo "$(date '+%Y-%m-%d %H:%M:%S') $short: not run: $1" >>"$log"
+    printf '%s %s: not run: %s\n' "$(date '+%Y-%m-%d %H:%M:%S')" "$short" "$1" >>"$log"
     note=$(mktemp) || return 0
     printf 'not run: %s\n\n' "$1" >"$note"
     shift
@@ -134,7 +134,8 @@ launch() {
     sha=$(git rev-parse -q --verify HEAD) || return 0
     short=$(git rev-parse --short "$sha") || return 0
     if [ "$named" = 0 ]; then
-        not_run "its Reduce-Test: line is not a trailer: trailers are the last paragraph, together" \
+        why="its Reduce-Test: line is not a trailer: trailers are the last paragraph, together"
+        not_run "$why" \
             "git reads trailers only in the last paragraph of a message, all of them" \
             "together, with no blank line between them; each -m is a paragraph of its own:" \
             "" \
@@ -233,8 +234,8 @@ run() {
     log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log
     tmp=$(mktemp -d) || return 0 # in $TMPDIR, else /tmp
     trap 'rm -rf "$tmp"' EXIT
-    echo "$(date '+%Y-%m-%d %H:%M:%S') $short: $exe $sha^..$sha -- $path" \
-        "--test (test '$name') $test_cmd"
+    printf "%s %s: %s %s^..%s -- %s --test (test '%s') %s\n" "$(date '+%Y-%m-%d %H:%M:%S')" \
+        "$short" "$exe" "$sha" "$sha" "$path" "$name" "$test_cmd"
     "$exe" "$sha^..$sha" -- "$path" --test "$test_cmd" --no-bisect --branch "$branch" --force \
         --quiet >"$tmp/out" 2>"$tmp/err"
     status=$?
