@@ -200,7 +200,14 @@ def test_a_test_defined_in_the_global_config_runs(
 
 @pytest.mark.parametrize(
     "value",
-    ["touch {marker}; rm -rf", "$(touch {marker})", "evil`touch {marker}`", "../evil", "a b"],
+    [
+        "touch {marker}; rm -rf",
+        "$(touch {marker})",
+        "evil`touch {marker}`",
+        "../evil",
+        "a b",
+        "back\\slash\\c",  # text in the log and the note, never an echo escape
+    ],
 )
 def test_a_trailer_that_is_not_a_name_runs_nothing(
     value: str, mine: Path, env: dict[str, str], tmp_path: Path
