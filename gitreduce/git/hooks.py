@@ -2,11 +2,21 @@
 
 The post-commit hook (its text is `POST_COMMIT`; `hooks/post-commit` in the
 source tree is the same file, for those who install hooks by hand) reduces
-every commit whose message carries a `Reduce-Test: CMD` trailer against its
+every commit whose message carries a `Reduce-Test: NAME` trailer against its
 parent, in the background, and attaches the minimal failure-inducing change
 to the commit as a note under `refs/notes/reduce`. Fuzzers that store their
 findings as commits (seed, then variant with the trailer) thus get each
 finding triaged while they go on; `git log --notes=reduce` shows the results.
+
+A commit message is data from whoever wrote the commit, and commits arrive by
+fetch, amend, `commit -C`, cherry-pick and rebase alike, so the trailer only
+names a test, as `.gitattributes` only names a diff or merge driver: what
+runs is `git config gitreduce.test.NAME.command`, from the user's own (local
+or global) configuration. A name that is not defined, or not a plain word
+(`[A-Za-z0-9._-]+`), runs nothing and the note says why; so does a
+`Reduce-Test:` line that git does not read as a trailer (not in the last
+paragraph). The hook is shell, not Python, so that a commit costs no
+interpreter start; the trust rule therefore lives in `POST_COMMIT` itself.
 
 Installing writes into the repository's hooks directory, `core.hooksPath` if
 set (relative to the work tree, as git reads it), else `.git/hooks`, and
@@ -42,9 +52,9 @@ POST_COMMIT = r"""#!/bin/sh
 #
 # Installed by `git reduce hooks install`; `git reduce hooks uninstall` removes it.
 #
-# When a commit's message ends with the trailers
+# When a commit's message ends with the trailers (its last paragraph, together)
 #
-#     Reduce-Test: CMD     the test, as for `git bisect run`: 0 good, 1-127 bad, 125 skip
+#     Reduce-Test: NAME    a test defined in your git config (below)
 #     Reduce-Path: PATH    optional; default: the one file the commit changed
 #
 # this hook reduces HEAD^..HEAD in the background (the parent holds the passing
@@ -53,12 +63,21 @@ POST_COMMIT = r"""#!/bin/sh
 #
 #     git log --notes=reduce
 #
-# The result is also kept as the branch reduce/<short sha>. CMD runs in the
-# root of the work tree. The commit is never delayed or failed: the hook
-# returns at once and always exits 0. It acts on `git commit` (and --amend)
-# only, not on cherry-pick, revert, rebase or am, so a commit written
-# elsewhere never runs its trailer's command here by being picked.
-# Log: $GIT_DIR/gitreduce-hook.log. Off for one command: GITREDUCE_HOOK=0.
+# A commit message is data from whoever wrote the commit, so it only names a
+# test, as .gitattributes only names a diff or merge driver; what runs is
+# defined in your own config (local or global), never in a commit:
+#
+#     git config gitreduce.test.NAME.command 'CMD'
+#
+# CMD is a test as for `git reduce --test`: 0 good, 1-127 bad, 125 skip, `{}` the
+# candidate file. A name that is not defined here, or is not a name (letters,
+# digits, '.', '_', '-'), runs nothing: the note says why. The result is also
+# kept as the branch reduce/<short sha>. CMD runs in the root of the work tree.
+# The commit is never delayed or failed: the hook returns at once and always
+# exits 0. It starts reductions for `git commit` (and --amend) only, not for
+# cherry-pick, revert, rebase or am, so rewriting a history of findings does
+# not start one reduction per commit. Log: $GIT_DIR/gitreduce-hook.log. Off for one command:
+# GITREDUCE_HOOK=0.
 
 # The git-reduce that installed this hook (used while it exists), else PATH's.
 GITREDUCE_EXE=''
@@ -77,13 +96,82 @@ trailer() {
         END { if (value != "") print value }'
 }
 
+attach_note() {
+    # Attach the text of file $2 to commit $1 as its note, verbatim (via a blob).
+    blob=$(git hash-object -w "$2") || return 1
+    tries=0
+    until git notes --ref=reduce add -f -C "$blob" "$1" 2>/dev/null; do
+        tries=$((tries + 1))
+        [ $tries -ge 10 ] && return 1
+        sleep 1 # another hook's note is being written
+    done
+}
+
+not_run() {
+    # Run nothing, and say why: on stderr, in the log and as the commit's note.
+    # $1 is the reason (one line), the further arguments the note's other lines.
+    say "$short not run: $1"
+    log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log || return 0
+    printf '%s %s: not run: %s\n' "$(date '+%Y-%m-%d %H:%M:%S')" "$short" "$1" >>"$log"
+    note=$(mktemp) || return 0
+    printf 'not run: %s\n\n' "$1" >"$note"
+    shift
+    printf '%s\n' "$@" >>"$note"
+    attach_note "$sha" "$note" || echo "$short: could not write the note" >>"$log"
+    rm -f "$note"
+}
+
 launch() {
     [ "${GITREDUCE_HOOK:-1}" = 0 ] && return 0
-    trailers=$(git log -1 --format=%B HEAD 2>/dev/null | git interpret-trailers --parse 2>/dev/null)
-    test_cmd=$(trailer Reduce-Test)
-    [ -n "$test_cmd" ] || return 0
+    message=$(git log -1 --format=%B HEAD 2>/dev/null)
+    trailers=$(printf '%s\n' "$message" | git interpret-trailers --parse 2>/dev/null)
+    name=$(trailer Reduce-Test)
+    named=$(printf '%s\n' "$trailers" | grep -ci '^reduce-test:')
+    # Without a Reduce-Test trailer, a Reduce-Test line elsewhere is a mistake to point out.
+    if [ "$named" = 0 ]; then
+        printf '%s\n' "$message" | grep -qi '^[[:space:]]*reduce-test[[:space:]]*:' || return 0
+    fi
     sha=$(git rev-parse -q --verify HEAD) || return 0
     short=$(git rev-parse --short "$sha") || return 0
+    if [ "$named" = 0 ]; then
+        why="its Reduce-Test: line is not a trailer: trailers are the last paragraph, together"
+        not_run "$why" \
+            "git reads trailers only in the last paragraph of a message, all of them" \
+            "together, with no blank line between them; each -m is a paragraph of its own:" \
+            "" \
+            "    git commit -m msg -m \"Reduce-Test: gcc-ice" \
+            "    Reduce-Path: prog.c\"" \
+            "" \
+            "Check a message with: git log -1 --format=%B | git interpret-trailers --parse" \
+            "Fix it with git commit --amend; the hook then runs on the amended commit."
+        return 0
+    fi
+    # The name goes into a config key and a note: only a plain word is a name.
+    case $name in
+    "" | *[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-]*)
+        shown=$(printf '%s' "$name" | LC_ALL=C tr -c ' -~' '?')
+        not_run "'$shown' is not a test name (letters, digits, '.', '_', '-')" \
+            "A Reduce-Test: trailer names a test; its command is defined in your git config:" \
+            "" \
+            "    git config gitreduce.test.NAME.command 'CMD'" \
+            "" \
+            "and the commit says Reduce-Test: NAME. A commit message never says what runs."
+        return 0
+        ;;
+    esac
+    test_cmd=$(git config --get "gitreduce.test.$name.command" 2>/dev/null)
+    if [ -z "$test_cmd" ]; then
+        not_run "test '$name' is not defined here (git config gitreduce.test.$name.command ...)" \
+            "This commit names the test '$name'. A commit only names a test; what runs is" \
+            "defined in your own git config (local or global), never in a commit:" \
+            "" \
+            "    git config gitreduce.test.$name.command 'CMD'" \
+            "" \
+            "Then reduce it: git reduce $short^..$short -- PATH --test 'CMD'"
+        return 0
+    fi
+    # Not a matter of trust (the command is the user's own): a rebase or a picked
+    # range of findings should not start one reduction per commit.
     action=$(git reflog -1 --format=%gs HEAD 2>/dev/null)
     case $action in
     "" | commit*) ;;
@@ -108,6 +196,11 @@ launch() {
         fi
         path=$changed
     fi
+    # A path is data: it travels as one argument after `--`, and one that starts
+    # with '-' gets './' so that no option parser can take it for an option.
+    case $path in
+    -*) path=./$path ;;
+    esac
     exe=
     if [ -n "$GITREDUCE_EXE" ] && [ -x "$GITREDUCE_EXE" ]; then
         exe=$GITREDUCE_EXE
@@ -120,25 +213,29 @@ launch() {
         return 0
     fi
     log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log || return 0
-    say "reducing $path of $short in the background; then: git log --notes=reduce -1 $short"
+    say "reducing $path of $short with test '$name' in the background;" \
+        "then: git log --notes=reduce -1 $short"
     # Fully detached: own session, no terminal, no pipe to git. git returns at once.
     if command -v setsid >/dev/null 2>&1; then
-        setsid "$0" --gitreduce-run "$exe" "$sha" "$path" "$test_cmd" </dev/null >>"$log" 2>&1 &
+        setsid "$0" --gitreduce-run "$exe" "$sha" "$path" "$name" "$test_cmd" \
+            </dev/null >>"$log" 2>&1 &
     else
-        nohup "$0" --gitreduce-run "$exe" "$sha" "$path" "$test_cmd" </dev/null >>"$log" 2>&1 &
+        nohup "$0" --gitreduce-run "$exe" "$sha" "$path" "$name" "$test_cmd" \
+            </dev/null >>"$log" 2>&1 &
     fi
 }
 
 run() {
-    # The background part: reduce, then attach the note (written verbatim, via a blob).
-    exe=$1 sha=$2 path=$3 test_cmd=$4
-    unset GIT_INDEX_FILE  # git commit's index may be a temporary one, gone by now
+    # The background part: reduce, then attach the note.
+    exe=$1 sha=$2 path=$3 name=$4 test_cmd=$5
+    unset GIT_INDEX_FILE # git commit's index may be a temporary one, gone by now
     short=$(git rev-parse --short "$sha")
     branch=reduce/$short
     log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log
-    tmp=$(mktemp -d) || return 0  # in $TMPDIR, else /tmp
+    tmp=$(mktemp -d) || return 0 # in $TMPDIR, else /tmp
     trap 'rm -rf "$tmp"' EXIT
-    echo "$(date '+%Y-%m-%d %H:%M:%S') $short: $exe $sha^..$sha -- $path --test '$test_cmd'"
+    printf "%s %s: %s %s^..%s -- %s --test (test '%s') %s\n" "$(date '+%Y-%m-%d %H:%M:%S')" \
+        "$short" "$exe" "$sha" "$sha" "$path" "$name" "$test_cmd"
     "$exe" "$sha^..$sha" -- "$path" --test "$test_cmd" --no-bisect --branch "$branch" --force \
         --quiet >"$tmp/out" 2>"$tmp/err"
     status=$?
@@ -155,19 +252,13 @@ run() {
         {
             printf 'git reduce failed (exit %s) on %s -- %s\n\n' "$status" "$short" "$path"
             tail -n 5 "$tmp/err"
-            printf '\nTest: %s\nLog: %s\n' "$test_cmd" "$log"
+            printf '\nTest: %s (gitreduce.test.%s.command)\nLog: %s\n' "$test_cmd" "$name" "$log"
         } >"$tmp/note"
     fi
-    blob=$(git hash-object -w "$tmp/note") || return 0
-    tries=0
-    until git notes --ref=reduce add -f -C "$blob" "$sha" 2>/dev/null; do
-        tries=$((tries + 1))
-        if [ $tries -ge 10 ]; then
-            echo "$short: could not write the note"
-            return 0
-        fi
-        sleep 1  # another hook's note is being written
-    done
+    if ! attach_note "$sha" "$tmp/note"; then
+        echo "$short: could not write the note"
+        return 0
+    fi
     echo "$(date '+%Y-%m-%d %H:%M:%S') $short: exit $status; note attached" \
         "(git log --notes=reduce -1 $short)"
 }

@@ -12,78 +12,30 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from hook_support import VENV_BIN, hook_env, init_repo, note_of, run_git, wait_for_note
 
 from gitreduce.core.errors import UserError
 from gitreduce.git import hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "fixtures" / "sequence-point"
-VENV_BIN = Path(sys.executable).parent
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+git = run_git
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    """An environment without the user's git config, caches or this virtualenv on PATH."""
-    home = tmp_path / "home"
-    for name in ("home", "config", "cache", "tmp"):
-        (tmp_path / name).mkdir()
-    path = os.pathsep.join(
-        entry
-        for entry in os.environ.get("PATH", "").split(os.pathsep)
-        if entry and Path(entry).resolve() != VENV_BIN.resolve()
-    )
-    base = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    return base | {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_CACHE_HOME": str(tmp_path / "cache"),
-        "TMPDIR": str(tmp_path / "tmp"),
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "PATH": path,
-        "LC_ALL": "C",
-    }
-
-
-def git(repo: Path, env: dict[str, str], *args: str, check: bool = True):
-    return subprocess.run(
-        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=check
-    )
+    return hook_env(tmp_path)
 
 
 @pytest.fixture
 def repo(tmp_path: Path, env: dict[str, str]) -> Path:
-    path = tmp_path / "findings"
-    path.mkdir()
-    git(path, env, "init", "-q", "-b", "main")
-    git(path, env, "config", "user.name", "Fuzzer")
-    git(path, env, "config", "user.email", "fuzzer@example.com")
-    return path
-
-
-def note_of(repo: Path, env: dict[str, str], rev: str = "HEAD") -> str | None:
-    shown = git(repo, env, "notes", "--ref=reduce", "show", rev, check=False)
-    return shown.stdout if shown.returncode == 0 else None
-
-
-def wait_for_note(repo: Path, env: dict[str, str], rev: str, seconds: float = 90.0) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        note = note_of(repo, env, rev)
-        if note is not None:
-            return note
-        time.sleep(0.25)
-    log = Path(repo, ".git", "gitreduce-hook.log")
-    raise AssertionError(
-        f"no note after {seconds:.0f}s; hook log:\n"
-        + (log.read_text() if log.exists() else "(none)")
-    )
+    return init_repo(tmp_path / "findings", env)
 
 
 def seed_and_variant(repo: Path, env: dict[str, str]) -> None:
@@ -191,6 +143,7 @@ def test_a_finding_commit_gets_its_minimal_change_as_a_note(
 ) -> None:
     assert str(VENV_BIN) not in env["PATH"].split(os.pathsep)
     hooks.install(repo)
+    git(repo, env, "config", "gitreduce.test.sequence-point.command", "./test.sh {}")
     seed_and_variant(repo, env)
     started = time.monotonic()
     committed = git(
@@ -202,7 +155,7 @@ def test_a_finding_commit_gets_its_minimal_change_as_a_note(
         "-m",
         "fuzzer: -Wsequence-point finding",
         "-m",
-        "Reduce-Test: ./test.sh {}",
+        "Reduce-Test: sequence-point",
     )
     elapsed = time.monotonic() - started
     assert elapsed < 2.0, f"git commit took {elapsed:.2f}s: the hook must not block"
@@ -226,6 +179,7 @@ def test_a_finding_commit_gets_its_minimal_change_as_a_note(
 def test_a_failing_reduction_leaves_a_note_saying_why(repo: Path, env: dict[str, str]) -> None:
     """Several files changed, Reduce-Path picks one; the test calls the seed bad, so it fails."""
     hooks.install(repo)
+    git(repo, env, "config", "gitreduce.test.fails.command", "false")
     (repo / "a.txt").write_text("one\n")
     (repo / "b.txt").write_text("two\n")
     git(repo, env, "add", ".")
@@ -241,11 +195,11 @@ def test_a_failing_reduction_leaves_a_note_saying_why(repo: Path, env: dict[str,
         "-m",
         "both",
         "-m",
-        "Reduce-Test: false\nReduce-Path: a.txt",
+        "Reduce-Test: fails\nReduce-Path: a.txt",
     )
     note = wait_for_note(repo, env, "HEAD", 60)
     assert note.startswith("git reduce failed (exit 2)")
-    assert "-- a.txt" in note and "Test: false" in note
+    assert "-- a.txt" in note and "Test: false (gitreduce.test.fails.command)" in note
     assert "seed" in note  # git-reduce's one-line reason: the seed is not good
 
 
@@ -264,36 +218,40 @@ def test_several_changed_files_without_reduce_path_are_skipped(
     repo: Path, env: dict[str, str]
 ) -> None:
     hooks.install(repo)
+    git(repo, env, "config", "gitreduce.test.ok.command", "true")
     (repo / "a.c").write_text("int a;\n")
     (repo / "b.c").write_text("int b;\n")
     git(repo, env, "add", ".")
     git(repo, env, "commit", "-q", "-m", "seed")
     (repo / "a.c").write_text("int aa;\n")
     (repo / "b.c").write_text("int bb;\n")
-    committed = git(repo, env, "commit", "-q", "-a", "-m", "two files", "-m", "Reduce-Test: true")
+    committed = git(repo, env, "commit", "-q", "-a", "-m", "two files", "-m", "Reduce-Test: ok")
     assert committed.returncode == 0
     assert "changes 2 files" in committed.stderr and "Reduce-Path" in committed.stderr
     assert not (repo / ".git" / "gitreduce-hook.log").exists()
 
 
-def test_root_commit_and_cherry_pick_do_not_run_the_trailer(
+def test_root_commit_and_cherry_pick_do_not_start_a_reduction(
     repo: Path, env: dict[str, str]
 ) -> None:
+    """Even a test the user defined: picking or rebasing findings must not start one each."""
     hooks.install(repo)
+    marker = repo.parent / "ran"
+    git(repo, env, "config", "gitreduce.test.mark.command", f"touch {marker}")
     (repo / "a.c").write_text("int a;\n")
     git(repo, env, "add", ".")
-    first = git(repo, env, "commit", "-q", "-m", "root", "-m", "Reduce-Test: true")
+    first = git(repo, env, "commit", "-q", "-m", "root", "-m", "Reduce-Test: mark")
     assert "no parent" in first.stderr
     git(repo, env, "checkout", "-q", "-b", "other")
     (repo / "a.c").write_text("int b;\n")
-    marker = repo.parent / "ran"
     quiet = env | {"GITREDUCE_HOOK": "0"}  # this commit's own run would create the marker
-    git(repo, quiet, "commit", "-q", "-a", "-m", "x", "-m", f"Reduce-Test: touch {marker}")
+    git(repo, quiet, "commit", "-q", "-a", "-m", "x", "-m", "Reduce-Test: mark")
     git(repo, env, "checkout", "-q", "main")
     picked = git(repo, env, "cherry-pick", "other")
     assert "only `git commit` runs a Reduce-Test" in picked.stderr
     time.sleep(0.5)
     assert not marker.exists()
+    assert note_of(repo, env) is None
 
 
 def test_gitreduce_hook_0_turns_it_off(repo: Path, env: dict[str, str]) -> None:
