@@ -340,13 +340,14 @@ def _revisions(targets: list[str]) -> tuple[str, str] | None:
 def paths_last(argv: list[str]) -> list[str]:
     """`GOOD..BAD -- PATH --test CMD` as the usage line writes it: options may follow the paths.
 
-    Everything after `--` is positional to click, so the paths (the words right
-    after `--` that are not options) move to the end, behind their `--`.
+    Everything after `--` is positional to click, so the paths (the word right
+    after `--`, whatever it looks like, as in `git log -- -dash.c`, and the
+    words after it that are not options) move to the end, behind their `--`.
     """
     if "--" not in argv:
         return argv
     at = argv.index("--")
-    end = at + 1
+    end = min(at + 2, len(argv))
     while end < len(argv) and not argv[end].startswith("-"):
         end += 1
     return argv[:at] + argv[end:] + argv[at:end]

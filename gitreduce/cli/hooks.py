@@ -22,9 +22,11 @@ app = typer.Typer(
     no_args_is_help=True,
     help=(
         "Git hooks for fuzzer triage. post-commit: a commit whose message has a "
-        "'Reduce-Test: CMD' trailer (optionally 'Reduce-Path: PATH') is reduced against its "
-        "parent in the background, and the minimal failure-inducing change is attached to it "
-        "as a note: git log --notes=reduce.\n\nExit codes: 0 done, 2 error (one line)."
+        "'Reduce-Test: NAME' trailer (optionally 'Reduce-Path: PATH') is reduced against its "
+        "parent in the background, with the test your own config defines for NAME "
+        "(git config gitreduce.test.NAME.command 'CMD'; a commit message never supplies a "
+        "command), and the minimal failure-inducing change is attached to it as a note: "
+        "git log --notes=reduce.\n\nExit codes: 0 done, 2 error (one line)."
     ),
 )
 

@@ -822,3 +822,25 @@ def test_a_test_that_needs_the_file_as_argument_bisects_and_reduces(tmp_path):
     assert f"Reduced-With: {script} {{}}" in git(
         "log", "-1", "--format=%B", summary["branch"], cwd=repo
     )
+
+
+def test_a_path_that_starts_with_a_dash_is_a_path_after_the_separator(tmp_path: Path) -> None:
+    """`-- -dash.c` names a file, as `git log -- -dash.c` does; options may still follow."""
+    repo = tmp_path / "repo"
+    build_repo(
+        repo,
+        [("seed", {"-dash.c": SMALL_SEED}), ("variant", {"-dash.c": SMALL_VARIANT})],
+    )
+    process = run_cli(
+        "main~1..main",
+        "--",
+        "-dash.c",
+        "--test",
+        f"{TEST_SH} {{}}",
+        "--json",
+        cwd=repo,
+        home=tmp_path,
+    )
+    summary = succeeded(process)
+    assert summary["diff_tokens"][1] <= 3
+    assert b"count++" in git_bytes("show", f"{summary['branch']}:-dash.c", cwd=repo)
