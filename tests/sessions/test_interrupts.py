@@ -15,6 +15,7 @@ Run as a script for the figures on more deliveries:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -122,10 +123,8 @@ def leftovers(log: Path, within: float = 3.0) -> list[int]:
 
 def kill_groups(log: Path) -> None:
     for member in group_members(logged_pids(log)):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(member, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def scratch_dirs(scratch: Path) -> list[str]:
@@ -186,9 +185,7 @@ class Run:
             found.append("crash")
         result = self.result()
         if result is None:
-            # Nothing to keep only when it was stopped before its test ever ran.
-            if returncode != 130 or logged_pids(self.pids) or stderr.strip() != "interrupted":
-                found.append("no result")
+            found.append("no result")
         elif not reproduces(result):
             found.append("wrong result")
         if scratch_dirs(self.scratch):
@@ -251,10 +248,8 @@ def stress(base: Path, planned: list[Delivery], at_once: int = AT_ONCE) -> list[
                 if catches(run.process.pid, signal.SIGTERM):
                     flying[index] = (run, delivery, now + delivery.delay, False)
             elif not sent and now >= when:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(run.process.pid, delivery.signum)
-                except ProcessLookupError:
-                    pass
                 flying[index] = (run, delivery, when, True)
             elif sent and now >= when + 30:
                 run.process.kill()
