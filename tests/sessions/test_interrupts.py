@@ -1,6 +1,7 @@
-"""Interrupts end to end: the installed `git-reduce`, real signals at random moments, kill -9.
+"""Interrupts: the deferral itself with real signals, then the installed `git-reduce` end to
+end with SIGINT and SIGTERM at random moments, during calibration and a bisect, and kill -9.
 
-Every run reduces a small text under a shell test that sleeps a little in a
+Most runs reduce a small text under a shell test that sleeps a little in a
 background child (so each test has a process group worth killing) and logs
 the pids of its shell and of that child. The stress test delivers SIGINT or
 SIGTERM to git-reduce's process group (as a terminal's Ctrl-C does) at a
@@ -9,8 +10,8 @@ each run's ending: exit 130 (or 0 when it finished first), no traceback and
 no "internal error", the best result so far recorded, no scratch directory
 and no test process left behind.
 
-Run as a script for the figures on more deliveries:
-`python tests/sessions/test_interrupts.py 200`.
+More deliveries, or another seed, for the figures:
+`GITREDUCE_STRESS_DELIVERIES=300 pytest -s tests/sessions/test_interrupts.py -k random`.
 """
 
 from __future__ import annotations
@@ -18,18 +19,76 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+from support import git, git_env
+
+from gitreduce.sessions.interrupts import deferred, deferring
+
 GIT_REDUCE = Path(sys.executable).parent / "git-reduce"
-SEED = 12
-DELIVERIES = 60
+SEED = int(os.environ.get("GITREDUCE_STRESS_SEED", "12"))
+DELIVERIES = int(os.environ.get("GITREDUCE_STRESS_DELIVERIES", "60"))
 AT_ONCE = 4  # runs in flight together, to keep the suite's time reasonable
+
+
+# -- the deferral, in this process -------------------------------------------------------
+
+
+def test_a_signal_is_a_request_whose_stops_run_in_the_watcher_thread():
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    stopped_in: list[str] = []
+    done = threading.Event()
+
+    def stop() -> None:
+        stopped_in.append(threading.current_thread().name)
+        done.set()
+
+    with deferred() as interrupts, interrupts.stopping(stop):
+        os.kill(os.getpid(), signal.SIGINT)  # no KeyboardInterrupt: only a request
+        assert done.wait(5)
+        assert interrupts.requested
+        with deferred() as inner:
+            assert inner is interrupts  # nested blocks share one request
+    assert stopped_in[0] == "interrupts"
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_stop_registered_after_the_request_runs_at_once():
+    with deferred() as interrupts:
+        os.kill(os.getpid(), signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while not interrupts.requested and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stops: list[int] = []
+        with interrupts.stopping(lambda: stops.append(1)):
+            assert stops
+
+
+def test_outside_a_session_a_second_signal_raises_keyboard_interrupt():
+    @deferring
+    def session(interrupts_seen: list[bool]) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # inside a session: never raised
+        time.sleep(0.05)
+        interrupts_seen.append(True)
+
+    seen: list[bool] = []
+    with pytest.raises(KeyboardInterrupt), deferred():
+        session(seen)
+        os.kill(os.getpid(), signal.SIGINT)  # asked again, and no session is running
+        time.sleep(1)
+    assert seen == [True]
+
+
+# -- helpers for the real program --------------------------------------------------------
 
 
 def input_text() -> str:
@@ -43,7 +102,7 @@ def reproduces(text: str) -> bool:
     return "bug" in text and "trigger" in text
 
 
-def test_script(path: Path, pids: Path, sleep: str = "0.02") -> Path:
+def logging_test(path: Path, pids: Path, sleep: str = "0.02") -> Path:
     """Bad (exit 1) while the text has both words; each run logs its shell's and child's pid."""
     path.write_text(
         "#!/bin/sh\n"
@@ -59,24 +118,30 @@ def test_script(path: Path, pids: Path, sleep: str = "0.02") -> Path:
 
 
 def environment(scratch: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != "COLUMNS"}
+    env = {key: value for key, value in git_env().items() if key != "COLUMNS"}
     env["TMPDIR"] = str(scratch)
     env["XDG_CACHE_HOME"] = str(scratch.parent / "xdg-cache")  # no verdicts shared between runs
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
     return env
-
-
-def git(cwd: Path, *args: str) -> str:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-    return subprocess.run(
-        ["git", *identity, *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
 
 
 def default_sigint() -> None:
     # A shell without job control starts background jobs with SIGINT ignored, and
     # Python keeps an inherited SIG_IGN; the user's interactive git-reduce would not.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start(cwd: Path, scratch: Path, *args: str) -> subprocess.Popen[str]:
+    """git-reduce in a session of its own, so that signals for its group reach it alone."""
+    return subprocess.Popen(
+        [str(GIT_REDUCE), *args],
+        cwd=cwd,
+        env=environment(scratch),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=default_sigint,
+    )
 
 
 def catches(pid: int, signum: int) -> bool:
@@ -89,19 +154,43 @@ def catches(pid: int, signum: int) -> bool:
     return bool(int(mask.split()[1], 16) >> (signum - 1) & 1)
 
 
-def group_members(groups: set[int]) -> list[int]:
-    """Live (not zombie) processes whose process group is one of `groups`."""
-    members = []
+def processes() -> dict[int, tuple[str, int, int, bytes]]:
+    """Every process: pid -> (state, parent, process group, command line)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if fields[0] != "Z" and int(fields[2]) in groups:
-            members.append(int(entry.name))
-    return members
+        found[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]), command)
+    return found
+
+
+def group_members(groups: set[int]) -> list[int]:
+    """Live (not zombie) processes whose process group is one of `groups`."""
+    return [
+        pid for pid, (state, _, group, _) in processes().items() if group in groups and state != "Z"
+    ]
+
+
+def with_marker(marker: str) -> list[int]:
+    return [
+        pid
+        for pid, (state, _, _, command) in processes().items()
+        if state != "Z" and marker.encode() in command
+    ]
+
+
+def eventually(condition: object, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.02)
+    return bool(condition())  # type: ignore[operator]
 
 
 def logged_pids(log: Path) -> set[int]:
@@ -115,20 +204,26 @@ def leftovers(log: Path, within: float = 3.0) -> list[int]:
     shells hold every process a test started, logged or not.
     """
     groups = logged_pids(log)
-    deadline = time.monotonic() + within
-    while (alive := group_members(groups)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive
+    eventually(lambda: not group_members(groups), within)
+    return group_members(groups)
 
 
-def kill_groups(log: Path) -> None:
-    for member in group_members(logged_pids(log)):
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(member, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
 
 
 def scratch_dirs(scratch: Path) -> list[str]:
     return sorted(path.name for path in scratch.glob("gitreduce-*"))
+
+
+def result_branch(cwd: Path, name: str = "reduce/input", path: str = "input.txt") -> str | None:
+    shown = git(cwd, "show", f"{name}:{path}", check=False)
+    return shown.stdout if shown.returncode == 0 else None
+
+
+# -- random interrupts ---------------------------------------------------------------------
 
 
 @dataclass
@@ -138,7 +233,6 @@ class Run:
     base: Path
     in_repo: bool
     jobs: int
-    sleep: str = "0.02"
     process: subprocess.Popen[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -147,34 +241,22 @@ class Run:
         self.scratch = self.base / "tmp"
         self.scratch.mkdir()
         self.pids = self.base / "pids"
-        self.test = test_script(self.base / "test.sh", self.pids, self.sleep)
+        test = logging_test(self.base / "test.sh", self.pids)
         (self.cwd / "input.txt").write_text(input_text())
         if self.in_repo:
             git(self.cwd, "init", "-q")
             git(self.cwd, "add", "input.txt")
             git(self.cwd, "commit", "-q", "-m", "input")
         output = [] if self.in_repo else ["-o", "out.txt"]
-        command = ["input.txt", "--test", str(self.test), "--jobs", str(self.jobs), *output]
-        self.process = subprocess.Popen(
-            [str(GIT_REDUCE), *command, "--quiet"],
-            cwd=self.cwd,
-            env=environment(self.scratch),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-            preexec_fn=default_sigint,
-        )
+        arguments = ["input.txt", "--test", str(test), "--jobs", str(self.jobs), *output]
+        self.process = start(self.cwd, self.scratch, *arguments, "--quiet")
 
     def result(self) -> str | None:
         """The recorded result: the result branch's file, or the output file."""
-        if not self.in_repo:
-            output = self.cwd / "out.txt"
-            return output.read_text() if output.exists() else None
-        try:
-            return git(self.cwd, "show", "reduce/input:input.txt")
-        except subprocess.CalledProcessError:
-            return None
+        if self.in_repo:
+            return result_branch(self.cwd)
+        output = self.cwd / "out.txt"
+        return output.read_text() if output.exists() else None
 
     def problems(self, returncode: int, stderr: str) -> list[str]:
         """What is wrong with how this run ended; empty when it ended well."""
@@ -211,7 +293,7 @@ class Ending:
     problems: list[str]
 
 
-def deliveries(count: int, seed: int = SEED) -> list[Delivery]:
+def deliveries(count: int, seed: int) -> list[Delivery]:
     """Random moments, signals and settings, the same ones every time."""
     rng = random.Random(seed)
     return [
@@ -226,23 +308,31 @@ def deliveries(count: int, seed: int = SEED) -> list[Delivery]:
 
 
 def stress(base: Path, planned: list[Delivery], at_once: int = AT_ONCE) -> list[Ending]:
-    """Run every delivery, `at_once` runs in flight, from one thread (for preexec_fn)."""
+    """Run every delivery, `at_once` runs in flight, from one thread (for preexec_fn).
+
+    The random delay counts from the moment git-reduce has a handler for
+    SIGTERM: before that, any process dies of it.
+    """
     endings: list[Ending] = []
     waiting = list(enumerate(planned))
-    # run -> (delivery, when to deliver: None until its handlers are in place, sent)
+    # index -> (run, delivery, when to deliver (None until its handlers are in place), sent)
     flying: dict[int, tuple[Run, Delivery, float | None, bool]] = {}
     while waiting or flying:
         while waiting and len(flying) < at_once:
             index, delivery = waiting.pop(0)
-            run = Run(base / str(index), delivery.in_repo, delivery.jobs)
-            flying[index] = (run, delivery, None, False)
+            flying[index] = (
+                Run(base / str(index), delivery.in_repo, delivery.jobs),
+                delivery,
+                None,
+                False,
+            )
         for index, (run, delivery, when, sent) in list(flying.items()):
             now = time.monotonic()
             if run.process.poll() is not None:
                 _, stderr = run.process.communicate()
                 code = run.process.returncode
                 endings.append(Ending(delivery, code, stderr, run.problems(code, stderr)))
-                kill_groups(run.pids)
+                kill_all(group_members(logged_pids(run.pids)))
                 del flying[index]
             elif when is None:
                 if catches(run.process.pid, signal.SIGTERM):
@@ -252,7 +342,7 @@ def stress(base: Path, planned: list[Delivery], at_once: int = AT_ONCE) -> list[
                     os.killpg(run.process.pid, delivery.signum)
                 flying[index] = (run, delivery, when, True)
             elif sent and now >= when + 30:
-                run.process.kill()
+                run.process.kill()  # hung: reported as its exit by signal
         time.sleep(0.002)
     return endings
 
@@ -268,8 +358,10 @@ def figures(endings: list[Ending]) -> dict[str, int]:
 
 
 def test_random_interrupts_always_end_in_the_best_result(tmp_path):
-    endings = stress(tmp_path, deliveries(DELIVERIES))
+    started = time.monotonic()
+    endings = stress(tmp_path, deliveries(DELIVERIES, SEED))
     counts = figures(endings)
+    print(f"\n{counts} in {time.monotonic() - started:.0f} s")
     bad = [
         f"{e.delivery.signum.name} after {e.delivery.delay:.2f}s (jobs {e.delivery.jobs}, "
         f"{'repo' if e.delivery.in_repo else 'file'}): {', '.join(e.problems)}; "
@@ -278,23 +370,166 @@ def test_random_interrupts_always_end_in_the_best_result(tmp_path):
         if e.problems
     ]
     assert not bad, f"{counts}\n" + "\n".join(bad)
-    assert counts["exit 130"] >= DELIVERIES // 2, counts  # most landed while it ran
+    assert counts["exit 130"] >= len(endings) // 2, counts  # most landed while it ran
 
 
-if __name__ == "__main__":
-    import json
-    import tempfile
+# -- interrupts at chosen moments ----------------------------------------------------------
 
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else DELIVERIES
-    seed = int(sys.argv[2]) if len(sys.argv) > 2 else SEED
-    base = Path(tempfile.mkdtemp(prefix="interrupt-stress-"))
+
+def wait_for(condition: object, process: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():  # type: ignore[operator]
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, f"{what} never happened"
+        time.sleep(0.02)
+
+
+def ended(process: subprocess.Popen[str], within: float = 5.0) -> tuple[int, str]:
     try:
-        started = time.monotonic()
-        endings = stress(base, deliveries(count, seed))
-        result = figures(endings) | {"seconds": round(time.monotonic() - started)}
-        print(json.dumps(result, indent=2))
-        for ending in endings:
-            if ending.problems:
-                print(ending.delivery, ending.returncode, ending.problems, ending.stderr[-400:])
+        _, stderr = process.communicate(timeout=within)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail(f"git-reduce still running {within} s after the signal")
+    return process.returncode, stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_an_interrupt_during_calibration_records_the_original(tmp_path, signum):
+    cwd, scratch, pids = tmp_path / "work", tmp_path / "tmp", tmp_path / "pids"
+    cwd.mkdir()
+    scratch.mkdir()
+    (cwd / "input.txt").write_text(input_text())
+    git(cwd, "init", "-q")
+    git(cwd, "add", "input.txt")
+    git(cwd, "commit", "-q", "-m", "input")
+    test = logging_test(tmp_path / "test.sh", pids, sleep="30")  # calibration never ends
+    process = start(cwd, scratch, "input.txt", "--test", str(test), "--jobs", "2")
+    try:
+        wait_for(lambda: logged_pids(pids), process, "calibration")
+        process.send_signal(signum)
+        code, stderr = ended(process)
+        assert code == 130, stderr
+        assert "Traceback" not in stderr and "internal error" not in stderr
+        assert "interrupted" in stderr
+        assert result_branch(cwd) == input_text()
+        assert scratch_dirs(scratch) == []
+        assert leftovers(pids) == []
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        process.kill()
+        process.communicate()
+        kill_all(group_members(logged_pids(pids)))
+
+
+def test_an_interrupt_during_the_bisect_records_the_pair_at_good_and_bad(tmp_path):
+    """GOOD..BAD with versions between: the test is slow on those only, so the signal comes
+    while the bisect waits for one of them."""
+    cwd, scratch, pids = tmp_path / "work", tmp_path / "tmp", tmp_path / "pids"
+    cwd.mkdir()
+    scratch.mkdir()
+    git(cwd, "init", "-q")
+    versions = ["one\n", "one\ntwo\n", "one\ntwo\nthree\n", "one\ntwo\nthree\nbug\n"]
+    for number, text in enumerate(versions):
+        (cwd / "input.txt").write_text(text)
+        git(cwd, "add", "input.txt")
+        git(cwd, "commit", "-q", "-m", f"version {number}")
+    test = tmp_path / "test.sh"
+    test.write_text(
+        "#!/bin/sh\n"
+        'grep -q bug "$GITREDUCE_FILE" && exit 1\n'
+        'grep -q two "$GITREDUCE_FILE" || exit 0\n'
+        f'echo $$ >> "{pids}"\n'
+        "sleep 30\n"
+    )
+    test.chmod(0o755)
+    process = start(cwd, scratch, "HEAD~3..HEAD", "--", "input.txt", "--test", str(test))
+    try:
+        wait_for(lambda: logged_pids(pids), process, "the bisect's first test")
+        process.send_signal(signal.SIGINT)
+        code, stderr = ended(process)
+        assert code == 130, stderr
+        assert "Traceback" not in stderr and "internal error" not in stderr
+        branches = git(cwd, "for-each-ref", "--format=%(refname:short)", "refs/heads/reduce/")
+        [branch] = branches.stdout.split()
+        assert result_branch(cwd, branch) == versions[-1]
+        assert result_branch(cwd, f"{branch}~1") == versions[0]
+        assert scratch_dirs(scratch) == []
+        assert leftovers(pids) == []
+    finally:
+        process.kill()
+        process.communicate()
+        kill_all(group_members(logged_pids(pids)))
+
+
+# -- kill -9 -----------------------------------------------------------------------------
+
+
+def sleeping_test(path: Path, marker: str) -> Path:
+    """A test that runs `sleep 1000` and a bit more: `marker`, a number GNU sleep adds up."""
+    path.write_text(f"#!/bin/sh\nsleep 1000 {marker}\nexit 1\n")
+    path.chmod(0o755)
+    return path
+
+
+def unique_marker() -> str:
+    return f"0.{uuid.uuid4().int % 10**12:012d}1"
+
+
+def reaper_of(pid: int) -> int:
+    [reaper] = [
+        child
+        for child, (_, parent, _, command) in processes().items()
+        if parent == pid and b"\0-I\0-S\0-c\0" in command
+    ]
+    return reaper
+
+
+def test_kill_9_takes_the_running_test_and_its_children_along(tmp_path):
+    cwd, scratch = tmp_path / "work", tmp_path / "tmp"
+    cwd.mkdir()
+    scratch.mkdir()
+    (cwd / "input.txt").write_text(input_text())
+    marker = unique_marker()
+    test = sleeping_test(tmp_path / "test.sh", marker)
+    process = start(cwd, scratch, "input.txt", "--test", str(test), "-o", "out.txt")
+    try:
+        wait_for(lambda: with_marker(marker), process, "the test's sleep")
+        assert scratch_dirs(scratch)
+        process.kill()
+        process.communicate()
+        assert eventually(lambda: not with_marker(marker)), "the test's sleep outlived git-reduce"
+        assert eventually(lambda: not scratch_dirs(scratch)), scratch_dirs(scratch)
+    finally:
+        process.kill()
+        process.communicate()
+        kill_all(with_marker(marker))
+
+
+def test_the_next_run_removes_a_scratch_dir_no_live_run_owns(tmp_path):
+    """Everything killed at once (git-reduce and its reaper, as an OOM kill or a crash of the
+    machine would): the scratch dir stays behind until the next run in the same TMPDIR."""
+    cwd, scratch = tmp_path / "work", tmp_path / "tmp"
+    cwd.mkdir()
+    scratch.mkdir()
+    (cwd / "input.txt").write_text(input_text())
+    marker = unique_marker()
+    test = sleeping_test(tmp_path / "test.sh", marker)
+    process = start(cwd, scratch, "input.txt", "--test", str(test), "-o", "out.txt")
+    try:
+        wait_for(lambda: with_marker(marker), process, "the test's sleep")
+        os.kill(reaper_of(process.pid), signal.SIGKILL)
+        process.kill()
+        process.communicate()
+        kill_all(with_marker(marker))
+        [stale] = scratch_dirs(scratch)
+        assert (scratch / stale / ".owner").exists()
+        pids = tmp_path / "pids"
+        quick = logging_test(tmp_path / "quick.sh", pids, sleep="0")
+        rerun = start(cwd, scratch, "input.txt", "--test", str(quick), "-o", "out.txt", "-q")
+        code, stderr = ended(rerun, within=60)
+        assert code == 0, stderr
+        assert scratch_dirs(scratch) == []
+        assert reproduces((cwd / "out.txt").read_text())
+    finally:
+        process.kill()
+        process.communicate()
+        kill_all(with_marker(marker))
