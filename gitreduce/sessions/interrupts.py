@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -34,6 +35,7 @@ from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_RESTOP_SECONDS = 0.05
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -83,11 +85,20 @@ class Interrupts:
                 self._stops.remove(stop)
 
     def _watch(self) -> None:
-        while os.read(self._wake_read, 64):  # b"": the session is over
-            with self._lock:
-                stops = list(self._stops)
-            for stop in stops:
-                stop()
+        """Call the stops at each request, and again every `_RESTOP_SECONDS` while it stands:
+        an oracle opened just after the request (calibration's, between the session's look
+        at the flag and the oracle's start) is stopped too."""
+        timeout: float | None = None
+        while True:
+            woken, _, _ = select.select([self._wake_read], [], [], timeout)
+            if woken and not os.read(self._wake_read, 64):
+                return  # end of file: the session is over
+            if self.requested:
+                timeout = _RESTOP_SECONDS
+                with self._lock:
+                    stops = list(self._stops)
+                for stop in stops:
+                    stop()
 
     def close(self) -> None:
         os.close(self._wake_write)

@@ -31,6 +31,8 @@ from pathlib import Path
 import pytest
 from support import git, git_env
 
+from gitreduce.oracle.runner import Oracle, OracleClosed, stop_all
+from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions.interrupts import deferred, deferring
 
 GIT_REDUCE = Path(sys.executable).parent / "git-reduce"
@@ -64,12 +66,25 @@ def test_a_signal_is_a_request_whose_stops_run_in_the_watcher_thread():
 def test_a_stop_registered_after_the_request_runs_at_once():
     with deferred() as interrupts:
         os.kill(os.getpid(), signal.SIGTERM)
-        deadline = time.monotonic() + 5
-        while not interrupts.requested and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert eventually(lambda: interrupts.requested)
         stops: list[int] = []
         with interrupts.stopping(lambda: stops.append(1)):
             assert stops
+
+
+def test_an_oracle_opened_after_the_request_is_stopped_too(tmp_path):
+    """Calibration opens its oracle after the session looked at the flag: the request must
+    reach it all the same, not after its test ran to the end."""
+    with deferred() as interrupts, interrupts.stopping(stop_all):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert eventually(lambda: interrupts.requested)
+        spec = TestSpec("sleep 30", "v.c", timeout=60)
+        with Oracle(spec, jobs=1, scratch_root=tmp_path) as oracle:
+            start = time.monotonic()
+            with pytest.raises(OracleClosed):
+                oracle.run(b"")
+            assert time.monotonic() - start < 2
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_outside_a_session_a_second_signal_raises_keyboard_interrupt():
