@@ -10,8 +10,9 @@ each run's ending: exit 130 (or 0 when it finished first), no traceback and
 no "internal error", the best result so far recorded, no scratch directory
 and no test process left behind.
 
-More deliveries, or another seed, for the figures:
-`GITREDUCE_STRESS_DELIVERIES=300 pytest -s tests/sessions/test_interrupts.py -k random`.
+More deliveries, another seed, or the gcc case (fixtures/sequence-point), for the figures:
+`GITREDUCE_STRESS_DELIVERIES=300 GITREDUCE_STRESS_SEED=12 GITREDUCE_STRESS_CASE=sequence-point
+pytest -s tests/sessions/test_interrupts.py -k random`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -241,11 +244,52 @@ def result_branch(cwd: Path, name: str = "reduce/input", path: str = "input.txt"
 # -- random interrupts ---------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Case:
+    """What the stress runs reduce: an input, a test that logs its pids, what still fails,
+    and how many seconds after the handlers are in place a signal may come."""
+
+    name: str
+    text: str
+    script: Callable[[Path, Path], Path]  # (where, pid log) -> the test
+    reproduces: Callable[[str], bool]
+    moments: float
+
+
+SEQUENCE_POINT = Path(__file__).resolve().parents[2] / "fixtures" / "sequence-point"
+
+
+def gcc_test(path: Path, pids: Path) -> Path:
+    """The sequence-point fixture's test (gcc), logging the pid of its shell."""
+    path.write_text(
+        f'#!/bin/sh\necho $$ >> "{pids}"\nexec "{SEQUENCE_POINT / "test.sh"}" "$GITREDUCE_FILE"\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+def gcc_reproduces(text: str) -> bool:
+    with tempfile.NamedTemporaryFile("w", suffix=".c") as file:
+        file.write(text)
+        file.flush()
+        return subprocess.run([SEQUENCE_POINT / "test.sh", file.name]).returncode == 1
+
+
+CASES = {
+    "words": Case("input.txt", input_text(), logging_test, reproduces, 3.5),
+    "sequence-point": Case(
+        "variant.c", (SEQUENCE_POINT / "variant.c").read_text(), gcc_test, gcc_reproduces, 6.0
+    ),
+}
+CASE = CASES[os.environ.get("GITREDUCE_STRESS_CASE", "words")]
+
+
 @dataclass
 class Run:
     """One git-reduce on the case in its own directory, in a repository or on a plain file."""
 
     base: Path
+    case: Case
     in_repo: bool
     jobs: int
     process: subprocess.Popen[str] = field(init=False)
@@ -256,21 +300,22 @@ class Run:
         self.scratch = self.base / "tmp"
         self.scratch.mkdir()
         self.pids = self.base / "pids"
-        test = logging_test(self.base / "test.sh", self.pids)
-        (self.cwd / "input.txt").write_text(input_text())
+        test = self.case.script(self.base / "test.sh", self.pids)
+        name = self.case.name
+        (self.cwd / name).write_text(self.case.text)
         if self.in_repo:
             git(self.cwd, "init", "-q")
-            git(self.cwd, "add", "input.txt")
+            git(self.cwd, "add", name)
             git(self.cwd, "commit", "-q", "-m", "input")
-        output = [] if self.in_repo else ["-o", "out.txt"]
-        arguments = ["input.txt", "--test", str(test), "--jobs", str(self.jobs), *output]
+        output = [] if self.in_repo else ["-o", "out"]
+        arguments = [name, "--test", str(test), "--jobs", str(self.jobs), *output]
         self.process = start(self.cwd, self.scratch, *arguments, "--quiet")
 
     def result(self) -> str | None:
         """The recorded result: the result branch's file, or the output file."""
         if self.in_repo:
-            return result_branch(self.cwd)
-        output = self.cwd / "out.txt"
+            return result_branch(self.cwd, f"reduce/{Path(self.case.name).stem}", self.case.name)
+        output = self.cwd / "out"
         return output.read_text() if output.exists() else None
 
     def problems(self, returncode: int, stderr: str) -> list[str]:
@@ -283,7 +328,7 @@ class Run:
         result = self.result()
         if result is None:
             found.append("no result")
-        elif not reproduces(result):
+        elif not self.case.reproduces(result):
             found.append("wrong result")
         if scratch_dirs(self.scratch):
             found.append("scratch dir left")
@@ -308,13 +353,13 @@ class Ending:
     problems: list[str]
 
 
-def deliveries(count: int, seed: int) -> list[Delivery]:
-    """Random moments, signals and settings, the same ones every time."""
+def deliveries(count: int, seed: int, moments: float) -> list[Delivery]:
+    """Random moments (up to `moments` s), signals and settings, the same ones every time."""
     rng = random.Random(seed)
     return [
         Delivery(
             signum=rng.choice([signal.SIGINT, signal.SIGTERM]),
-            delay=rng.uniform(0.0, 2.5),
+            delay=rng.uniform(0.0, moments),
             in_repo=rng.random() < 0.5,
             jobs=rng.choice([1, 2]),
         )
@@ -322,7 +367,7 @@ def deliveries(count: int, seed: int) -> list[Delivery]:
     ]
 
 
-def stress(base: Path, planned: list[Delivery], at_once: int = AT_ONCE) -> list[Ending]:
+def stress(base: Path, planned: list[Delivery], case: Case, at_once: int = AT_ONCE) -> list[Ending]:
     """Run every delivery, `at_once` runs in flight, from one thread (for preexec_fn).
 
     The random delay counts from the moment git-reduce has a handler for
@@ -336,7 +381,7 @@ def stress(base: Path, planned: list[Delivery], at_once: int = AT_ONCE) -> list[
         while waiting and len(flying) < at_once:
             index, delivery = waiting.pop(0)
             flying[index] = (
-                Run(base / str(index), delivery.in_repo, delivery.jobs),
+                Run(base / str(index), case, delivery.in_repo, delivery.jobs),
                 delivery,
                 None,
                 False,
@@ -374,7 +419,7 @@ def figures(endings: list[Ending]) -> dict[str, int]:
 
 def test_random_interrupts_always_end_in_the_best_result(tmp_path):
     started = time.monotonic()
-    endings = stress(tmp_path, deliveries(DELIVERIES, SEED))
+    endings = stress(tmp_path, deliveries(DELIVERIES, SEED, CASE.moments), CASE)
     counts = figures(endings)
     print(f"\n{counts} in {time.monotonic() - started:.0f} s")
     bad = [
