@@ -374,13 +374,13 @@ class Engine:
         earliest_success: int | None = None
         exhausted = False
         while True:
-            self._check()
             while next_to_resolve in known:
                 if known[next_to_resolve]:
                     self.stats.interesting += 1
                     return next_to_resolve, held[next_to_resolve]
                 held.pop(next_to_resolve, None)
                 next_to_resolve += 1
+            self._check()  # after an answer already known: it still improves the best result
             while not exhausted and earliest_success is None and self._busy() < self.jobs:
                 try:
                     index, candidate = next(pending)

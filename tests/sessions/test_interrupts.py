@@ -26,13 +26,20 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support import git, git_env
+from support import (
+    eventually,
+    git,
+    git_env,
+    group_members,
+    processes,
+    sleep_marker,
+    sleeping,
+)
 
 from gitreduce.oracle.runner import Oracle, OracleClosed, stop_all
 from gitreduce.oracle.spec import TestSpec
@@ -170,45 +177,6 @@ def catches(pid: int, signum: int) -> bool:
         return False
     mask = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
     return bool(int(mask.split()[1], 16) >> (signum - 1) & 1)
-
-
-def processes() -> dict[int, tuple[str, int, int, bytes]]:
-    """Every process: pid -> (state, parent, process group, command line)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        found[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]), command)
-    return found
-
-
-def group_members(groups: set[int]) -> list[int]:
-    """Live (not zombie) processes whose process group is one of `groups`."""
-    return [
-        pid for pid, (state, _, group, _) in processes().items() if group in groups and state != "Z"
-    ]
-
-
-def with_marker(marker: str) -> list[int]:
-    return [
-        pid
-        for pid, (state, _, _, command) in processes().items()
-        if state != "Z" and marker.encode() in command
-    ]
-
-
-def eventually(condition: object, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.02)
-    return bool(condition())  # type: ignore[operator]
 
 
 def logged_pids(log: Path) -> set[int]:
@@ -436,9 +404,9 @@ def test_random_interrupts_always_end_in_the_best_result(tmp_path):
 # -- interrupts at chosen moments ----------------------------------------------------------
 
 
-def wait_for(condition: object, process: subprocess.Popen[str], what: str) -> None:
+def wait_for(condition: Callable[[], object], process: subprocess.Popen[str], what: str) -> None:
     deadline = time.monotonic() + 30
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, f"{what} never happened"
         time.sleep(0.02)
@@ -524,14 +492,10 @@ def test_an_interrupt_during_the_bisect_records_the_pair_at_good_and_bad(tmp_pat
 
 
 def sleeping_test(path: Path, marker: str) -> Path:
-    """A test that runs `sleep 1000` and a bit more: `marker`, a number GNU sleep adds up."""
+    """A test that runs `sleep 1000 MARKER` (see `support.sleep_marker`)."""
     path.write_text(f"#!/bin/sh\nsleep 1000 {marker}\nexit 1\n")
     path.chmod(0o755)
     return path
-
-
-def unique_marker() -> str:
-    return f"0.{uuid.uuid4().int % 10**12:012d}1"
 
 
 def reaper_of(pid: int) -> int:
@@ -548,20 +512,20 @@ def test_kill_9_takes_the_running_test_and_its_children_along(tmp_path):
     cwd.mkdir()
     scratch.mkdir()
     (cwd / "input.txt").write_text(input_text())
-    marker = unique_marker()
+    marker = sleep_marker()
     test = sleeping_test(tmp_path / "test.sh", marker)
     process = start(cwd, scratch, "input.txt", "--test", str(test), "-o", "out.txt")
     try:
-        wait_for(lambda: with_marker(marker), process, "the test's sleep")
+        wait_for(lambda: sleeping(marker), process, "the test's sleep")
         assert scratch_dirs(scratch)
         process.kill()
         process.communicate()
-        assert eventually(lambda: not with_marker(marker)), "the test's sleep outlived git-reduce"
+        assert eventually(lambda: not sleeping(marker)), "the test's sleep outlived git-reduce"
         assert eventually(lambda: not scratch_dirs(scratch)), scratch_dirs(scratch)
     finally:
         process.kill()
         process.communicate()
-        kill_all(with_marker(marker))
+        kill_all(sleeping(marker))
 
 
 def test_the_next_run_removes_a_scratch_dir_no_live_run_owns(tmp_path):
@@ -571,15 +535,15 @@ def test_the_next_run_removes_a_scratch_dir_no_live_run_owns(tmp_path):
     cwd.mkdir()
     scratch.mkdir()
     (cwd / "input.txt").write_text(input_text())
-    marker = unique_marker()
+    marker = sleep_marker()
     test = sleeping_test(tmp_path / "test.sh", marker)
     process = start(cwd, scratch, "input.txt", "--test", str(test), "-o", "out.txt")
     try:
-        wait_for(lambda: with_marker(marker), process, "the test's sleep")
+        wait_for(lambda: sleeping(marker), process, "the test's sleep")
         os.kill(reaper_of(process.pid), signal.SIGKILL)
         process.kill()
         process.communicate()
-        kill_all(with_marker(marker))
+        kill_all(sleeping(marker))
         [stale] = scratch_dirs(scratch)
         assert (scratch / stale / ".owner").exists()
         pids = tmp_path / "pids"
@@ -592,4 +556,4 @@ def test_the_next_run_removes_a_scratch_dir_no_live_run_owns(tmp_path):
     finally:
         process.kill()
         process.communicate()
-        kill_all(with_marker(marker))
+        kill_all(sleeping(marker))
