@@ -23,6 +23,8 @@ own so that signals for gitreduce's process group do not reach it.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import subprocess
 import sys
@@ -93,6 +95,15 @@ class Reaper:
     def forget_root(self, path: str) -> None:
         self._send(b"d-" + os.fsencode(path).hex().encode() + b"\n")
 
+    def close(self) -> None:
+        """At a clean exit: end-of-file now, and the reaper waited for (so it is no zombie
+        and no "still running" warning); by then nothing is registered, so it just ends."""
+        with self._lock:
+            self._alive = False
+            os.close(self._write)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._process.wait(timeout=2.0)
+
     def _send(self, message: bytes) -> None:
         with self._lock:
             if not self._alive:
@@ -113,4 +124,5 @@ def reaper() -> Reaper:
     with _reaper_lock:
         if _reaper is None:
             _reaper = Reaper()
+            atexit.register(_reaper.close)
         return _reaper
