@@ -7,7 +7,9 @@ May import: every layer.
 
 from __future__ import annotations
 
-from gitreduce.sessions.interrupts import deferred
+import signal
+
+from gitreduce.sessions.interrupts import SIGNALS, deferred
 
 EXIT_INTERRUPTED = 130
 
@@ -22,6 +24,11 @@ def main() -> None:
     there is nothing better yet. Raised as KeyboardInterrupt in the middle of
     an import or a lock, it would end in a traceback or an internal error.
     """
+    # What the signals do once the command has run: nothing. The process only has to
+    # exit then, and a default SIGTERM would kill it with another exit code, a
+    # KeyboardInterrupt print a traceback from the middle of its shutdown.
+    for signum in SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
     with deferred():
         from gitreduce.cli.app import main as run
 

@@ -488,6 +488,31 @@ def test_an_interrupt_during_the_bisect_records_the_pair_at_good_and_bad(tmp_pat
         kill_all(group_members(logged_pids(pids)))
 
 
+def test_a_signal_once_the_result_is_written_changes_nothing(tmp_path):
+    """The output file is written before the result is recorded and the program exits: a
+    signal from then on lands in the recording, the summary or the exit itself, none of
+    which it may cut. Six runs at once, each signalled the moment its output appears."""
+    runs = [
+        (Run(tmp_path / str(index), CASES["words"], in_repo=False, jobs=2), signum)
+        for index, signum in enumerate([signal.SIGINT, signal.SIGTERM] * 3)
+    ]
+    signalled: set[int] = set()
+    deadline = time.monotonic() + 60
+    while any(run.process.poll() is None for run, _ in runs) and time.monotonic() < deadline:
+        for index, (run, signum) in enumerate(runs):
+            if index not in signalled and (run.cwd / "out").exists():
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(run.process.pid, signum)
+                signalled.add(index)
+        time.sleep(0.001)
+    endings = []
+    for run, signum in runs:
+        code, stderr = ended(run.process)
+        endings.append((signum.name, code, run.problems(code, stderr), stderr[-300:]))
+    assert len(signalled) == len(runs), endings
+    assert all(code == 0 and not problems for _, code, problems, _ in endings), endings
+
+
 # -- kill -9 -----------------------------------------------------------------------------
 
 
