@@ -1,10 +1,10 @@
 """Ctrl-C and SIGTERM during a session: a request to stop, acted on where it is safe.
 
-Job: while a session runs, turn SIGINT and SIGTERM into a recorded request
-instead of an exception, stop what the session registered (the oracles, which
-kill the running tests, and the engine), and let the main thread end the
-reduction at a point of its own choosing, so that the best result so far is
-always written and recorded.
+Job: while a session (or the whole command line) runs, turn SIGINT and
+SIGTERM into a recorded request instead of an exception, stop what the
+session registered (the oracles, which kill the running tests, and the
+engine), and let the main thread end the reduction at a point of its own
+choosing, so that the best result so far is always written and recorded.
 
 Why not let Python raise KeyboardInterrupt: it is raised wherever the main
 thread happens to be, and that is usually inside `concurrent.futures.wait` or
@@ -17,9 +17,10 @@ Here the signal handler only sets a flag and writes a byte to a pipe. A
 watcher thread, woken by that byte, calls the registered stops outside any
 signal context: the oracles kill their tests, so every test in flight ends
 at once, and the engine's main-thread loop, which waits on tests with a
-timeout, raises `Interrupted` at its next step. Calibration, the cache flush
-and the final recording are never cut: a request that comes while they run
-is seen when they are done (see `run.calibrated_run`).
+timeout, raises `Interrupted` at its next step. A calibration in progress is
+cut the same way (its oracle is one of those stopped) and the originals are
+the result. The cache flush and the final recording are never cut: a request
+that comes while they run changes nothing (see `run.calibrated_run`).
 """
 
 from __future__ import annotations
