@@ -7,11 +7,12 @@ this module. `pass_schedules` and `known_passes` say which passes there are,
 for `skip_passes` to switch off.
 
 Nothing here prints or exits. Input the caller can fix raises `UserError`;
-progress goes to the callbacks given. Once the test is calibrated, Ctrl-C
-(KeyboardInterrupt) or SIGTERM ends a reduction early with `interrupted` set
-on the summary, the best result so far written and recorded; before that, and
-during a bisect, it propagates. SIGTERM's handler is installed for the run, so
-call from the main thread. Relative paths, and a relative test script, are
+progress goes to the callbacks given. Ctrl-C (SIGINT) or SIGTERM at any
+moment ends a reduction early with `interrupted` set on the summary, the best
+result so far written and recorded: the originals themselves when it came
+before the test was calibrated or during a bisect. Handlers for both signals
+are installed for the run (see `gitreduce.sessions.interrupts`), so call from
+the main thread. Relative paths, and a relative test script, are
 taken from the current directory, as on the command line. The inputs are never
 changed: inside a git repository the result is recorded as a branch; outside
 one, `reduce_file` also writes NAME.reduced.EXT next to the input unless

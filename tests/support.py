@@ -8,6 +8,8 @@ import hashlib
 import os
 import subprocess
 import threading
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,3 +208,51 @@ def quiet_cache(repo: pygit2.Repository, **options: float) -> GitVerdictCache:
     settings: dict[str, float] = {"checkpoint_seconds": 3600, "checkpoint_verdicts": 10**9}
     settings.update(options)
     return GitVerdictCache(repo, FINGERPRINT, **settings)  # type: ignore[arg-type]
+
+
+# -- processes, as /proc shows them ----------------------------------------------------
+
+
+def processes() -> dict[int, tuple[str, int, int, bytes]]:
+    """Every process: pid -> (state, parent, process group, command line)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        found[int(entry.name)] = (fields[0], int(fields[1]), int(fields[2]), command)
+    return found
+
+
+def group_members(groups: set[int]) -> list[int]:
+    """Live (not zombie) processes whose process group is one of `groups`."""
+    return [
+        pid for pid, (state, _, group, _) in processes().items() if group in groups and state != "Z"
+    ]
+
+
+def sleep_marker() -> str:
+    """A number to run as `sleep 1000 MARKER`: GNU sleep adds it to its 1000 seconds, and
+    `sleeping` tells that process apart from every other."""
+    return f"0.{uuid.uuid4().int % 10**12:012d}1"
+
+
+def sleeping(marker: str) -> list[int]:
+    """Live `sleep 1000 MARKER` processes."""
+    command = b"sleep\x001000\x00" + marker.encode() + b"\x00"
+    return [
+        pid for pid, (state, _, _, cmd) in processes().items() if cmd == command and state != "Z"
+    ]
+
+
+def eventually(condition: Callable[[], object], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True

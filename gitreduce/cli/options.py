@@ -13,9 +13,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.core.errors import UserError
-
-EXIT_INTERRUPTED = 130
 
 TestCommand = Annotated[
     str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")

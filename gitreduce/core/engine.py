@@ -8,6 +8,10 @@ candidates are only speculation: the answer is always the lowest-indexed
 success, so results do not depend on `--jobs` or on which run finishes first.
 Runs still going when the answer is known are left to finish and fill the
 cache ("orphans") instead of being killed.
+
+`stop()` (from any thread) makes the main thread raise `Interrupted` at its
+next step: it never waits on a future without a timeout, so it notices within
+`_POLL_SECONDS` even while every test is still running.
 """
 
 from __future__ import annotations
@@ -20,7 +24,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from gitreduce.core.errors import Interrupted
 from gitreduce.core.outcome import Outcome
+
+# How often a main thread waiting on tests looks whether it was stopped: rarely enough
+# to cost nothing, often enough that an interrupt feels immediate.
+_POLL_SECONDS = 0.05
 
 
 def blob_id(content: bytes) -> str:
@@ -114,6 +123,7 @@ class Stats:
 Precheck = Callable[[bytes], bool]
 ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
 C = TypeVar("C")
+T = TypeVar("T")
 C_contra = TypeVar("C_contra", contravariant=True)
 
 
@@ -187,9 +197,33 @@ class Engine:
         self._syntax_rejects: set[str] = set()
         self._running = 0
         self._busy_since = 0.0
+        self._stopped = False
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def stop(self) -> None:
+        """Make the main thread raise `Interrupted` at its next step; safe from any thread.
+
+        Only a flag: the tests in flight are the oracle's to kill.
+        """
+        self._stopped = True
+
+    def _check(self) -> None:
+        if self._stopped:
+            raise Interrupted
+
+    def _wait_any(self, futures: list[Future[T]]) -> None:
+        """Until one of `futures` is done, or `Interrupted` once stopped.
+
+        A timed wait: a signal never has to break into `concurrent.futures.wait`'s
+        locks, and the flag is looked at even while no test finishes.
+        """
+        while True:
+            self._check()
+            done, _ = wait(futures, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            if done:
+                return
 
     def recall(self, text: bytes) -> Outcome | None:
         """A verdict already known for `text`, counted as a cache hit."""
@@ -255,6 +289,7 @@ class Engine:
 
     def test(self, text: bytes, *, label: str = ORIGINALS) -> Outcome:
         """Run (or recall) one text without any gate: for originals and final checks."""
+        self._check()
         outer = self._label()
         self._context.label = label
         try:
@@ -268,7 +303,9 @@ class Engine:
             self._context.label = label
             return self.outcome(text)
 
-        return self._executor.submit(labelled).result()
+        future = self._executor.submit(labelled)
+        self._wait_any([future])
+        return future.result()
 
     def _label(self) -> str:
         """The pass whose batch this thread is working for."""
@@ -343,6 +380,7 @@ class Engine:
                     return next_to_resolve, held[next_to_resolve]
                 held.pop(next_to_resolve, None)
                 next_to_resolve += 1
+            self._check()  # after an answer already known: it still improves the best result
             while not exhausted and earliest_success is None and self._busy() < self.jobs:
                 try:
                     index, candidate = next(pending)
@@ -365,9 +403,9 @@ class Engine:
                 with self._lock:
                     orphans = list(self._jobs_in_flight)
                 if orphans:
-                    wait(orphans, return_when=FIRST_COMPLETED)
+                    self._wait_any(orphans)
                 continue
-            wait(list(running.values()), return_when=FIRST_COMPLETED)
+            self._wait_any(list(running.values()))
             for index in [index for index, future in running.items() if future.done()]:
                 known[index] = running.pop(index).result()
                 if known[index] and (earliest_success is None or index < earliest_success):

@@ -1,4 +1,5 @@
-"""The one user-facing error type: the CLI turns it into a one-line message and an exit code."""
+"""The user-facing error type, which the CLI turns into a one-line message and an exit code,
+and the interruption a reduction stops with."""
 
 
 class UserError(Exception):
@@ -14,3 +15,8 @@ class UserError(Exception):
 
 class MisclassifiedOriginal(UserError):
     """The test does not give an original input the verdict it must have."""
+
+
+class Interrupted(Exception):
+    """The reduction was asked to stop (Ctrl-C, SIGTERM): raised at a point the main thread
+    chose, never asynchronously, so the best result so far can still be written."""

@@ -4,7 +4,9 @@ This is the only place that spawns the user's test. Everything a reduction
 learns about a candidate comes from here, so the edge cases live here too:
 scratch directories per parallel worker, timeouts that kill whole process
 groups, and prompt shutdown on interruption. What decides a verdict lives in
-`spec`; checking the test on the originals before a reduction, in `calibration`.
+`spec`; checking the test on the originals before a reduction, in `calibration`;
+who owns a scratch root, in `scratch`; what happens to the tests when gitreduce
+is killed outright, in `reaper`.
 """
 
 import contextlib
@@ -15,18 +17,19 @@ import select
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
-import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from gitreduce.core.errors import UserError
+from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.oracle.reaper import reaper
+from gitreduce.oracle.scratch import ScratchRoot, make_writable, sweep_once
 from gitreduce.oracle.signature import extract_signature
 from gitreduce.oracle.spec import TestSpec, anchored
 
@@ -39,11 +42,15 @@ _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 16 * 1024
 _PLACEHOLDER = re.compile(r"""(['"]?)\{\}\1""")
 
+# How long close() waits for runs in flight to let go of their slots: they were
+# killed, so this is the time to reap a process and close a file.
+_SETTLE_SECONDS = 5.0
 
-class OracleClosed(Exception):
-    """Raised by `Oracle.run` once `close()` has begun.
 
-    A run cut short by close() says nothing about its candidate, so it must not
+class OracleClosed(Interrupted):
+    """Raised by `Oracle.run` once `stop()` or `close()` has begun.
+
+    A run cut short that way says nothing about its candidate, so it must not
     come back as a verdict that a cache could store.
     """
 
@@ -62,11 +69,12 @@ class _Slot:
 class Oracle:
     """Runs the test on candidates, up to `jobs` at a time, each in a private scratch dir.
 
-    `run()` is thread-safe. `close()` (idempotent, and safe to call from a
-    signal handler in the main thread) kills every running test's process
-    group and removes all scratch dirs; runs in flight then raise
-    `OracleClosed` promptly, and so do later calls. A spec without a timeout
-    runs with `PROVISIONAL_TIMEOUT`.
+    `run()` is thread-safe. `stop()` (idempotent, from any thread) kills every
+    running test's process group; runs in flight then raise `OracleClosed`
+    promptly, and so do later calls. `close()` stops, waits for the runs in
+    flight to end and removes the scratch root. A spec without a timeout runs
+    with `PROVISIONAL_TIMEOUT`. The first oracle of a process removes the
+    scratch roots of dead runs in the same parent directory.
     """
 
     def __init__(self, spec: TestSpec, jobs: int, scratch_root: Path | None = None) -> None:
@@ -80,16 +88,25 @@ class Oracle:
         self._regex = _compile_signature(spec.signature_regex)
         command = anchored(spec.command, spec.relative_path, Path.cwd())
         environment = {**os.environ, **(spec.env or {})}
-        self._root = Path(tempfile.mkdtemp(prefix="gitreduce-", dir=scratch_root)).resolve()
-        self._slots = [
-            self._make_slot(index, relative, command, environment) for index in range(jobs)
-        ]
+        sweep_once(scratch_root)
+        self._reaper = reaper()
+        self._scratch = ScratchRoot(scratch_root)
+        self._root = self._scratch.path
+        self._reaper.watch_root(str(self._root))
+        try:
+            self._slots = [
+                self._make_slot(index, relative, command, environment) for index in range(jobs)
+            ]
+        except BaseException:
+            self._remove_root()
+            raise
         self._free = list(self._slots)
-        # Re-entrant so that close() from a signal handler cannot deadlock
-        # against the main thread holding the lock inside run().
-        self._cond = threading.Condition(threading.RLock())
+        self._cond = threading.Condition()
         self._running: set[subprocess.Popen[bytes]] = set()
         self._closed = False
+        self._removed = False
+        with _open_lock:
+            _open.add(self)
 
     def _make_slot(
         self, index: int, relative: PurePosixPath, command: str, environment: Mapping[str, str]
@@ -116,24 +133,42 @@ class Oracle:
         """Classify one candidate; raises `OracleClosed` if the oracle is or gets closed."""
         return self.run_with_output(content)[0]
 
-    def close(self) -> None:
-        """Kill all running tests with their process groups, then delete the scratch root."""
+    def stop(self) -> None:
+        """Kill all running tests with their process groups and refuse new runs."""
         with self._cond:
             if self._closed:
                 return
             self._closed = True
-            running = list(self._running)
             # Killed under the lock: run() unregisters a process before reaping
             # it, so no pid here can have been reused by an unrelated process.
-            for process in running:
+            for process in self._running:
                 _kill_group(process.pid)
             self._cond.notify_all()
-        for process in running:
-            # With a timeout Popen.wait never blocks on its internal lock, which
-            # the interrupted main thread may hold.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=2.0)
-        _remove_tree(self._root)
+
+    def close(self) -> None:
+        """Stop, wait for the runs in flight to let go of their slots, delete the scratch root.
+
+        Waiting first means no run can write into the root while it is removed
+        (and so leave it behind); the wait is bounded, since the runs were killed.
+        """
+        self.stop()
+        deadline = time.monotonic() + _SETTLE_SECONDS
+        with self._cond:
+            while len(self._free) < len(self._slots):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            if self._removed:
+                return
+            self._removed = True
+        self._remove_root()
+        with _open_lock:
+            _open.discard(self)
+
+    def _remove_root(self) -> None:
+        self._scratch.remove()
+        self._reaper.forget_root(str(self._root))
 
     def run_with_output(self, content: bytes) -> tuple[Outcome, str]:
         """Like run(), also returning the captured output (for calibration messages)."""
@@ -141,7 +176,7 @@ class Oracle:
         try:
             return self._run_in(slot, content)
         except OSError:
-            # close() removed the scratch dir under our feet.
+            # A run close() gave up waiting for: the scratch dir went under its feet.
             if self._closed:
                 raise OracleClosed from None
             raise
@@ -158,17 +193,8 @@ class Oracle:
 
     def _release(self, slot: _Slot) -> None:
         with self._cond:
-            if not self._closed:
-                self._free.append(slot)
-                self._cond.notify()
-                return
-        # close() may have raced with this run writing into the slot; whoever
-        # is last removes what is left.
-        _remove_tree(slot.workdir)
-        with contextlib.suppress(OSError):
-            slot.output.unlink()
-        with contextlib.suppress(OSError):
-            self._root.rmdir()
+            self._free.append(slot)
+            self._cond.notify_all()  # a run waiting for a slot, or close() for all of them
 
     def _run_in(self, slot: _Slot, content: bytes) -> tuple[Outcome, str]:
         _empty(slot.workdir)
@@ -204,34 +230,36 @@ class Oracle:
         return Outcome(verdict, code, seconds, signature), output
 
     def _wait(self, process: subprocess.Popen[bytes]) -> bool:
-        """Wait for the test within the timeout; True if it exited by itself.
+        """Wait for the test within the timeout; True if it exited by itself (or was stopped).
 
         Either way its whole process group is killed afterwards, so that
         background children cannot outlive the run and write into the slot.
+        The reaper knows the group from its start until just before the test
+        is reaped, when its id could start naming another process's group.
         """
+        self._reaper.watch_group(process.pid)
         pidfd = _pidfd(process.pid)  # before anyone else could reap the pid
         try:
             with self._cond:
-                if self._closed:
-                    _kill_group(process.pid)
-                    process.wait()
-                    raise OracleClosed
-                self._running.add(process)
-            try:
-                if pidfd is None:
-                    process.wait(self.timeout)
-                    return True
-                poller = select.poll()
-                poller.register(pidfd, select.POLLIN)
-                return bool(poller.poll(math.ceil(self.timeout * 1000)))
-            except subprocess.TimeoutExpired:
-                return False
-            finally:  # also on KeyboardInterrupt: never leave a test running
-                _kill_group(process.pid)
-                with self._cond:
-                    self._running.discard(process)
-                process.wait()
+                stopped = self._closed
+                if not stopped:
+                    self._running.add(process)
+            if stopped:
+                return True  # _run_in sees the oracle closed
+            if pidfd is None:
+                process.wait(self.timeout)
+                return True
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            return bool(poller.poll(math.ceil(self.timeout * 1000)))
+        except subprocess.TimeoutExpired:
+            return False
         finally:
+            _kill_group(process.pid)
+            with self._cond:
+                self._running.discard(process)
+            self._reaper.forget_group(process.pid)
+            process.wait()
             if pidfd is not None:
                 os.close(pidfd)
 
@@ -305,7 +333,7 @@ def _empty(directory: Path) -> None:
     try:
         _remove_entries(directory)
     except PermissionError:  # the test made something read-only
-        _make_writable(directory)
+        make_writable(directory)
         _remove_entries(directory)
 
 
@@ -318,22 +346,17 @@ def _remove_entries(directory: Path) -> None:
                 os.unlink(entry.path)
 
 
-def _remove_tree(path: Path) -> None:
-    """Best-effort removal: called while shutting down, where raising helps nobody."""
-    try:
-        shutil.rmtree(path)
-    except PermissionError:
-        with contextlib.suppress(OSError):
-            _make_writable(path)
-        shutil.rmtree(path, ignore_errors=True)
-    except OSError:
-        shutil.rmtree(path, ignore_errors=True)
+_open: weakref.WeakSet[Oracle] = weakref.WeakSet()  # every oracle not yet closed
+_open_lock = threading.Lock()
 
 
-def _make_writable(path: Path) -> None:
-    pending = [str(path)]
-    while pending:
-        directory = pending.pop()
-        os.chmod(directory, stat.S_IRWXU)
-        with os.scandir(directory) as entries:
-            pending.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+def stop_all() -> None:
+    """Stop every open oracle of this process: what an interrupt does, from any thread.
+
+    Process-wide like the signal that asks for it; a calibration's oracle is
+    as much this run's as the reduction's.
+    """
+    with _open_lock:
+        oracles = list(_open)
+    for oracle in oracles:
+        oracle.stop()

@@ -37,12 +37,12 @@ from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.runner import OracleClosed
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
+from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
     calibrated_run,
     default_output,
     resolve_grammar,
     run_figures,
-    sigterm_as_interrupt,
 )
 
 DEFAULT_GENERATOR_TIMEOUT = 10.0
@@ -355,6 +355,7 @@ def _default_name(target: TargetSpec, seed: int) -> str:
     return f"{stem}-{seed}.txt"
 
 
+@deferring
 def generate(
     settings: GenerateSettings,
     progress: Progress | None = None,
@@ -383,7 +384,7 @@ def generate(
         any_failure=settings.any_failure,
     )
     load_timeout = settings.generator_timeout + 20.0  # imports come on top of one run
-    with sigterm_as_interrupt(), GeneratorPool(target, settings.jobs, load_timeout) as pool:
+    with GeneratorPool(target, settings.jobs, load_timeout) as pool:
         original = pool.record(settings.seed, settings.generator_timeout)
         if not original.output:
             raise UserError(

@@ -30,6 +30,7 @@ from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
 from gitreduce.pair.state import PairState
+from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import calibrated_run, resolve_grammar, run_figures
 
 
@@ -103,6 +104,7 @@ class PairSummary:
 PairProgress = Callable[["PairCurrent"], None]
 
 
+@deferring
 def reduce_pair_texts(
     settings: PairSettings,
     store: Store,

@@ -3,7 +3,9 @@
 Job: read PATH at GOOD and BAD from the object store (nothing is checked out),
 bisect to the first bad commit with the pair's test, and hand the pair around
 that commit to pair mode (see `pair.reduce_pair_texts`); the bisect's verdicts
-land in the same cache as the reduction's, so a rerun repeats neither.
+land in the same cache as the reduction's, so a rerun repeats neither. An
+interrupt during the bisect hands on the pair at GOOD and BAD, which pair mode
+then records unreduced, as the best result so far.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from gitreduce.git.revisions import (
     to_repo_path,
 )
 from gitreduce.git.store import ResultRequest, Store
+from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.pair import (
     PairProgress,
     PairSettings,
@@ -47,6 +50,7 @@ class RevisionSettings:
     directory: Path | None = None  # PATH is relative to it, the repository found from it (cwd)
 
 
+@deferring
 def reduce_revisions(
     revisions: RevisionSettings,
     settings: PairSettings,
@@ -69,9 +73,11 @@ def reduce_revisions(
     sources = [str(resolve_commit(repo, good).id), str(resolve_commit(repo, bad).id)]
     name = PurePosixPath(path).name
     settings = replace(settings, seed=seed, variant=variant, name=name, path=path)
+    found = None
     if revisions.bisect:
         found, test = _bisect(repo, good, bad, path, settings, echo)
         settings = replace(settings, test=test)
+    if found is not None:
         if echo is not None:
             for line in found.report():
                 echo(line)
@@ -83,7 +89,7 @@ def reduce_revisions(
         )
     settings = replace(settings, sources=tuple(sources))
     summary = reduce_pair_texts(settings, store, progress, result)
-    summary.first_bad_commit = sources[1] if revisions.bisect else None
+    summary.first_bad_commit = sources[1] if found is not None else None
     return summary
 
 
@@ -94,10 +100,12 @@ def _bisect(
     path: str,
     settings: PairSettings,
     echo: Callable[[str], None] | None,
-) -> tuple[PathBisect, str]:
-    """The first bad commit, and the test command as it ran (see `calibrated_run`)."""
+) -> tuple[PathBisect | None, str]:
+    """The first bad commit (None if interrupted), and the test command as it ran (see
+    `calibrated_run`)."""
     seed_expected = seed_verdict(settings.polarity)
     warnings: list[str] = []
+    found: PathBisect | None = None
     with calibrated_run(
         Store(repo, users=True),
         pair_spec(settings),
@@ -117,8 +125,8 @@ def _bisect(
             return outcome.verdict
 
         found = bisect_path(repo, good, bad, path, classify, echo)
-    if run.interrupted:
-        raise KeyboardInterrupt
+    if run.interrupted:  # even a search that ended: it may have had no reference to go by
+        found = None
     if echo is not None:
         for warning in warnings:
             echo(f"warning: {warning}")

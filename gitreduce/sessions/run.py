@@ -9,22 +9,22 @@ summary reports. Every problem the user can fix surfaces as a `UserError`.
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from gitreduce.core.engine import Engine, Stats
-from gitreduce.core.errors import MisclassifiedOriginal, UserError
+from gitreduce.core.errors import Interrupted, MisclassifiedOriginal, UserError
 from gitreduce.core.outcome import Outcome
 from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
-from gitreduce.oracle.runner import Oracle, OracleClosed
+from gitreduce.oracle.runner import Oracle, stop_all
 from gitreduce.oracle.spec import TestSpec
+from gitreduce.sessions.interrupts import deferred
 
 
 class _Run(Protocol):
@@ -89,34 +89,24 @@ def default_output(path: Path) -> Path:
     return path.with_name(f"{path.stem}.reduced{path.suffix}")
 
 
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM stops a reduction the way Ctrl-C does: best result kept, children killed."""
-
-    def raise_interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 Calibrate = Callable[[TestSpec, GitVerdictCache], tuple[TestSpec, Outcome]]
 
 
 @dataclass
 class CalibratedRun:
-    """What a reduction works with: the engine, and the failure it must keep reproducing."""
+    """What a reduction works with: the engine, and the failure it must keep reproducing.
+
+    `reference` is None when an interrupt came before calibration finished: then
+    nothing is interesting and the engine is already stopped.
+    """
 
     engine: Engine
     spec: TestSpec
-    reference: Outcome
+    reference: Outcome | None
     interrupted: bool = False
 
     def is_interesting(self, outcome: Outcome) -> bool:
-        return self.spec.is_interesting(self.reference, outcome)
+        return self.reference is not None and self.spec.is_interesting(self.reference, outcome)
 
 
 @contextmanager
@@ -132,47 +122,69 @@ def calibrated_run(
 
     The engine switches off the passes named in `skipped_passes` (see `run_pass`).
 
-    Ctrl-C, SIGTERM or a closed oracle inside the block only mark the run
-    interrupted, so the caller still writes and records the best result; the
-    oracle's processes and the engine's threads are gone when the block ends,
-    and the cache is saved after them.
+    Ctrl-C or SIGTERM (see `interrupts`) or a closed oracle inside the block only
+    mark the run interrupted, so the caller still writes and records the best
+    result. An interrupt before calibration has finished (or before it began)
+    yields the run interrupted, with no reference and the engine stopped: the
+    mode's body then stops at its first test, and the originals are what it
+    writes. The oracle's processes are gone when the block ends, and the cache
+    is saved after them; an interrupt while it saves waits for it.
     """
-    with sigterm_as_interrupt(), ExitStack() as caches:
+    with deferred() as interrupts, interrupts.stopping(stop_all), ExitStack() as caches:
         calibration_started = time.monotonic()
         cache = caches.enter_context(verdict_cache(store, spec, warnings))
-        try:
-            spec, reference = calibrate(spec, cache)
-        except MisclassifiedOriginal as without_argument:
-            # Scripts written as `test.sh FILE` (C-Reduce adapters, bench cases) get
-            # nothing in $1 under the git-bisect-run convention; if they classify the
-            # originals right once given the path, that is what the user meant.
-            with_argument = spec.with_file_argument()
-            if with_argument is None:
-                raise
-            cache = caches.enter_context(verdict_cache(store, with_argument, warnings))
-            try:
-                spec, reference = calibrate(with_argument, cache)
-            except UserError:
-                raise without_argument from None
-            warnings.append(
-                f"the test classifies the originals right only with the file as its argument, "
-                f"so it runs as: {spec.command}"
-            )
+        reference: Outcome | None = None
+        if not interrupts.requested:
+            with suppress(Interrupted):
+                spec, reference = _calibrate(store, spec, warnings, calibrate, caches, cache)
         calibration_seconds = time.monotonic() - calibration_started
         with Oracle(spec, jobs) as oracle:
+            run: CalibratedRun
             engine = Engine(
                 cache.recording(oracle.run),
-                lambda outcome: spec.is_interesting(reference, outcome),
+                lambda outcome: run.is_interesting(outcome),
                 jobs=jobs,
                 cache=cache,
                 skipped_passes=skipped_passes,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
-            run = CalibratedRun(engine, spec, reference)
+            run = CalibratedRun(engine, spec, reference, interrupted=reference is None)
+            if reference is None:
+                engine.stop()
             try:
-                yield run
-            except (KeyboardInterrupt, OracleClosed):
+                with interrupts.stopping(engine.stop):
+                    yield run
+            except Interrupted:
                 run.interrupted = True
             finally:
                 oracle.close()
                 engine.close()
+
+
+def _calibrate(
+    store: Store,
+    spec: TestSpec,
+    warnings: list[str],
+    calibrate: Calibrate,
+    caches: ExitStack,
+    cache: GitVerdictCache,
+) -> tuple[TestSpec, Outcome]:
+    try:
+        return calibrate(spec, cache)
+    except MisclassifiedOriginal as without_argument:
+        # Scripts written as `test.sh FILE` (C-Reduce adapters, bench cases) get
+        # nothing in $1 under the git-bisect-run convention; if they classify the
+        # originals right once given the path, that is what the user meant.
+        with_argument = spec.with_file_argument()
+        if with_argument is None:
+            raise
+        cache = caches.enter_context(verdict_cache(store, with_argument, warnings))
+        try:
+            spec, reference = calibrate(with_argument, cache)
+        except UserError:
+            raise without_argument from None
+        warnings.append(
+            f"the test classifies the originals right only with the file as its argument, "
+            f"so it runs as: {spec.command}"
+        )
+        return spec, reference

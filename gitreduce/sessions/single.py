@@ -23,6 +23,7 @@ from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message,
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
+from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
     calibrated_run,
     default_output,
@@ -88,12 +89,14 @@ class Summary:
 Progress = Callable[[Current], None]
 
 
+@deferring
 def reduce_file(
     settings: SingleSettings,
     progress: Progress | None = None,
     result: ResultRequest | None = None,
 ) -> Summary:
-    """Reduce one file under the test; the result is written even when interrupted."""
+    """Reduce one file under the test; the result is written even when interrupted
+    (the original itself, if the interrupt came before the test was calibrated)."""
     started = time.monotonic()
     original = read_input(settings.path)
     store = Store.near(settings.path)

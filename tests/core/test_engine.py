@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from gitreduce.core.engine import Engine, MemoryCache, blob_id
+from gitreduce.core.errors import Interrupted
 from gitreduce.core.outcome import Outcome, Verdict
 
 
@@ -295,3 +296,35 @@ def test_run_test_errors_propagate(make_engine):
             engine.test(b"c")
     finally:
         engine.close()
+
+
+def test_stop_from_another_thread_ends_a_batch_whose_tests_all_still_run(make_engine):
+    """What an interrupt does: the watcher thread stops the engine while the main thread
+    waits on tests that do not end; the main thread raises at its next look, no later."""
+    release = threading.Event()
+
+    def until_released(text: bytes) -> float:
+        release.wait(10)
+        return 0.0
+
+    engine = make_engine(Recorder(until_released), jobs=2)
+    timer = threading.Timer(0.2, engine.stop)
+    timer.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(Interrupted):
+            engine.first_success([b"a", b"b", b"c!"], smaller_than=10, label="t")
+        assert time.monotonic() - start < 1.0
+        with pytest.raises(Interrupted):  # and stays stopped, even for a cached text
+            engine.test(b"a")
+    finally:
+        release.set()
+        timer.join()
+
+
+def test_a_stopped_engine_answers_nothing_even_from_the_cache(make_engine):
+    engine = make_engine(Recorder(), jobs=1)
+    assert engine.first_success([b"x!"], smaller_than=10, label="t") == (0, b"x!")
+    engine.stop()
+    with pytest.raises(Interrupted):
+        engine.first_success([b"x!"], smaller_than=10, label="t")
