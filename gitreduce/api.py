@@ -57,6 +57,7 @@ def reduce_file(
     language: str | None = None,
     signature: str | None = None,
     any_failure: bool = False,
+    repeat: int = 1,
     output: str | Path | None = None,
     branch: str | None = None,
     force: bool = False,
@@ -69,7 +70,10 @@ def reduce_file(
     test (default: 10x the original's run, at least 1s). `language`: the grammar
     (default: from the extension). `signature`: a regex the failure's output
     must match (default: derived from the original's output); `any_failure`
-    accepts any bad exit instead. `output`: where to write the result (default:
+    accepts any bad exit instead. `repeat`: runs per candidate, for a test that
+    fails only sometimes: a candidate is judged by the majority of its runs
+    (default 1; without it a test that disagrees with itself on the original
+    is refused as flaky). `output`: where to write the result (default:
     NAME.reduced.EXT beside the input outside a repository, no file inside one).
     `branch`, `force`, `patch`: the result branch (default: reduce/NAME), whether
     it may be overwritten, and a file to write the result as a mail-ready patch.
@@ -85,6 +89,7 @@ def reduce_file(
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
+        repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
     )
     return reduce_single_file(settings, progress, _request(branch, force, patch))
@@ -102,6 +107,7 @@ def reduce_pair(
     language: str | None = None,
     signature: str | None = None,
     any_failure: bool = False,
+    repeat: int = 1,
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
@@ -128,6 +134,7 @@ def reduce_pair(
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
+        repeat=_repeat(repeat),
         algorithm=algorithm,
     )
     store = Store.near(variant_path)
@@ -148,6 +155,7 @@ def reduce_revisions(
     language: str | None = None,
     signature: str | None = None,
     any_failure: bool = False,
+    repeat: int = 1,
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
@@ -181,6 +189,7 @@ def reduce_revisions(
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
+        repeat=_repeat(repeat),
         algorithm=algorithm,
     )
     return reduce_revision_range(where, settings, progress, _request(branch, force, patch), echo)
@@ -196,6 +205,12 @@ def _jobs(jobs: int | None) -> int:
     if jobs < 1:
         raise UserError(f"jobs must be at least 1, not {jobs}")
     return jobs
+
+
+def _repeat(repeat: int) -> int:
+    if repeat < 1:
+        raise UserError(f"repeat must be at least 1, not {repeat}")
+    return repeat
 
 
 def _signature(signature: str | None, any_failure: bool) -> str | None:

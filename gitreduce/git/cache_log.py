@@ -58,7 +58,7 @@ import random
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pygit2
 from pygit2.enums import FileMode
@@ -74,19 +74,21 @@ from gitreduce.git.cache_format import (
     README_TEXT,
     SEAL,
     VERDICTS,
+    RecordCodec,
     cache_signature,
     child_tree,
     compact_batches,
-    decode_record,
-    encode_record,
+    keep_better,
     new_batch_name,
     new_objects,
     parse_records,
+    rank,
     record_blobs,
     sealed_below,
     write_batch,
 )
 from gitreduce.git.layout import common_dir, delete_if_stale, drop_loose, exclusive, objects_dir
+from gitreduce.git.provenance import new_run_id, revoke
 
 # How far before its first checkpoint a writer looks for seals that may keep
 # its objects, should the ref's history have been replaced: the clock's slack.
@@ -110,6 +112,15 @@ class CacheMemory:
     known: dict[str, Outcome] = field(default_factory=dict)
     pending: dict[str, Outcome] = field(default_factory=dict)
 
+    def learn(self, key: str, outcome: Outcome) -> bool:
+        """Know `outcome` for `key` unless a verdict of at least its rank is known (the first
+        of equal ones wins: later ones are re-runs); whether it was taken. Hold `lock`."""
+        known = self.known.get(key)
+        if known is not None and rank(known) >= rank(outcome):
+            return False
+        self.known[key] = outcome
+        return True
+
 
 class CacheLog:
     """One writer's commits on the cache ref of `fingerprint`, for the cache whose `memory`
@@ -127,11 +138,13 @@ class CacheLog:
         fingerprint: str,
         memory: CacheMemory,
         *,
+        codec: RecordCodec,
         description: str,
         compact_after: int,
         lock_wait_seconds: float,
     ) -> None:
         self.fingerprint = fingerprint
+        self.codec = codec
         self.ref_name = CACHE_REF_PREFIX + fingerprint
         self.path = path
         self._description = description
@@ -141,6 +154,7 @@ class CacheLog:
         self._lock = memory.lock  # _known, _pending, _written, _scratch, counters
         self._flush_lock = threading.Lock()  # _flush_repo and everything below it
         self._pack_lock = threading.Lock()
+        self._memory = memory
         self._known = memory.known
         self._pending = memory.pending
         self._written: list[str] = []  # objects to pack: written here, or adopted at a seal
@@ -212,10 +226,26 @@ class CacheLog:
             return made
 
     def _saved(self, pending: dict[str, Outcome]) -> None:
-        """Forget as pending what is committed now; what came in meanwhile stays."""
+        """Forget as pending what is committed now; what came in meanwhile stays, also a
+        better-founded verdict for a key just committed."""
         with self._lock:
-            for key in pending:
-                self._pending.pop(key, None)
+            for key, outcome in pending.items():
+                if self._pending.get(key) is outcome:
+                    del self._pending[key]
+
+    def revoke(self) -> None:
+        """Revoke the verdicts of this run: those committed are ignored from now on, those
+        pending are dropped, and what is put later is saved as a new run's.
+
+        Under the flush lock, so no verdict of the revoked run is encoded as the new one's.
+        """
+        with self._flush_lock:
+            with self._lock:
+                self._pending.clear()
+            revoke(self._flush_repo, self.codec.run)
+            self.codec = replace(
+                self.codec, run=new_run_id(), revoked=self.codec.revoked | {self.codec.run}
+            )
 
     def _refresh(self) -> None:
         """Take in what other writers committed since the last look (best effort)."""
@@ -235,7 +265,9 @@ class CacheLog:
         """Commit `pending` as a checkpoint or a seal and move the ref (compare-and-swap,
         rebuilt and retried on conflict). Returns whether a commit was needed."""
         repo = self._flush_repo
-        records = {key.encode(): encode_record(outcome) for key, outcome in pending.items()}
+        records = {
+            key.encode(): self.codec.encode(key, outcome) for key, outcome in pending.items()
+        }
         # its blob was written (by us, or is already known to git)
         candidates = {key[:NAME_END]: pygit2.Oid(hex=key) for key in pending if key in repo}
         deadline = time.monotonic() + self._lock_wait
@@ -397,11 +429,11 @@ class CacheLog:
                 for entry in batches[name]:
                     if entry.name == VERDICTS:
                         for key, record in parse_records(entry.data).items():
-                            merged.setdefault(key, record)
+                            keep_better(merged, key, record, self.codec.rank)
                     else:
                         entries.setdefault(entry.name or "", entry.id)
             for key, record in records.items():
-                merged.setdefault(key, record)
+                keep_better(merged, key, record, self.codec.rank)
             for name, oid in candidates.items():
                 entries.setdefault(name, oid)
             count = len(merged)
@@ -438,7 +470,9 @@ class CacheLog:
             # a batch list naming this writer's batch, and a root holding it, are its own
             unique = batch is not None
             if compact and len(listed) >= self._compact_after:
-                compact_batches(repo, self._note, root, root_builder, sorted(listed.items()))
+                compact_batches(
+                    repo, self._note, root, root_builder, sorted(listed.items()), self.codec.rank
+                )
                 with contextlib.suppress(KeyError):
                     root_builder.remove(BATCHES)
                 unique = False
@@ -532,17 +566,17 @@ class CacheLog:
         checkpoint another writer's seal has deleted since.
         """
         blobs = record_blobs(commit.tree)
-        found: dict[str, Outcome] = {}
+        found: list[tuple[str, Outcome]] = []
         for oid in blobs:
             if oid in self._seen:
                 continue
             for key, record in parse_records(self._flush_repo[oid].data).items():
-                outcome = decode_record(record)
+                outcome = self.codec.decode(key.decode(), record)
                 if outcome is not None:
-                    found.setdefault(key.decode(), outcome)
+                    found.append((key.decode(), outcome))
         with self._lock:
-            for key, outcome in found.items():
-                self._known.setdefault(key, outcome)
+            for name, outcome in found:
+                self._memory.learn(name, outcome)
         if track:
             self._seen = set(blobs)
 

@@ -23,6 +23,7 @@ from gitreduce.core.outcome import Outcome
 from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
+from gitreduce.oracle.repeat import repeated
 from gitreduce.oracle.runner import Oracle, OracleClosed
 from gitreduce.oracle.spec import TestSpec
 
@@ -32,18 +33,23 @@ class _Run(Protocol):
     stats: Stats
     wall_seconds: float
     interrupted: bool
+    verified: bool
     warnings: list[str]
     branch: str | None
     commits: list[str]
 
 
 def run_figures(run: _Run) -> dict[str, object]:
-    """The timing and result part every mode's `--json` summary shares.
+    """The timing, trust and result part every mode's `--json` summary shares.
 
     Overhead is wall time during which no test was running: what the tool itself cost.
     """
     overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
     return {
+        "verified": run.verified,
+        "foreign_verdicts_used": run.stats.foreign_used,
+        "confirmations": run.stats.confirmations,
+        "contradicted": run.stats.contradicted,
         "test": run.test,
         "wall_seconds": round(run.wall_seconds, 3),
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
@@ -107,12 +113,17 @@ Calibrate = Callable[[TestSpec, GitVerdictCache], tuple[TestSpec, Outcome]]
 
 @dataclass
 class CalibratedRun:
-    """What a reduction works with: the engine, and the failure it must keep reproducing."""
+    """What a reduction works with: the engine, and the failure it must keep reproducing;
+    the oracle and cache behind the engine, for the final re-verification
+    (`gitreduce.sessions.verify`), and what that found."""
 
     engine: Engine
     spec: TestSpec
     reference: Outcome
+    oracle: Oracle
+    cache: GitVerdictCache
     interrupted: bool = False
+    verified: bool = False
 
     def is_interesting(self, outcome: Outcome) -> bool:
         return self.spec.is_interesting(self.reference, outcome)
@@ -124,10 +135,12 @@ def calibrated_run(
 ) -> Iterator[CalibratedRun]:
     """Verdict cache, calibration of the originals, oracle and engine for one reduction.
 
+    The engine judges each candidate by `spec.repeat` runs (`oracle/repeat.py`).
     Ctrl-C, SIGTERM or a closed oracle inside the block only mark the run
     interrupted, so the caller still writes and records the best result; the
     oracle's processes and the engine's threads are gone when the block ends,
-    and the cache is saved after them.
+    and the cache is saved after them. Cached verdicts from elsewhere that a
+    run here contradicted are reported once, as a warning.
     """
     with sigterm_as_interrupt(), ExitStack() as caches:
         calibration_started = time.monotonic()
@@ -153,13 +166,13 @@ def calibrated_run(
         calibration_seconds = time.monotonic() - calibration_started
         with Oracle(spec, jobs) as oracle:
             engine = Engine(
-                cache.recording(oracle.run),
+                cache.recording(repeated(oracle.run, spec)),
                 lambda outcome: spec.is_interesting(reference, outcome),
                 jobs=jobs,
                 cache=cache,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
-            run = CalibratedRun(engine, spec, reference)
+            run = CalibratedRun(engine, spec, reference, oracle, cache)
             try:
                 yield run
             except (KeyboardInterrupt, OracleClosed):
@@ -167,3 +180,10 @@ def calibrated_run(
             finally:
                 oracle.close()
                 engine.close()
+                if engine.stats.contradicted:
+                    count = engine.stats.contradicted
+                    warnings.append(
+                        f"{count} cached verdict{'s' if count > 1 else ''} from elsewhere "
+                        f"{'were' if count > 1 else 'was'} contradicted by local runs; the "
+                        "result is based on local runs only"
+                    )

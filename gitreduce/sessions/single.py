@@ -30,6 +30,7 @@ from gitreduce.sessions.run import (
     resolve_grammar,
     run_figures,
 )
+from gitreduce.sessions.verify import backed_off, settle
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class SingleSettings:
     signature: str | None = None
     any_failure: bool = False
     output: Path | None = None
+    repeat: int = 1  # runs per candidate, judged by their majority
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Summary:
     stats: Stats
     wall_seconds: float
     interrupted: bool = False
+    verified: bool = False  # the result stood its re-verification alone (see sessions/verify.py)
     warnings: list[str] = field(default_factory=list)
     test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
@@ -116,7 +119,15 @@ def reduce_file(
         timeout=settings.timeout,
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
+        repeat=settings.repeat,
     )
+    accepted = [original]  # every text taken as the best, to walk back along
+
+    def on_change(current: Current) -> None:
+        accepted.append(current.text)
+        if progress is not None:
+            progress(current)
+
     with calibrated_run(
         store,
         spec,
@@ -124,11 +135,15 @@ def reduce_file(
         settings.jobs,
         lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
     ) as run:
-        current = Current(original, run.engine, syntax, progress)
+        current = Current(original, run.engine, syntax, on_change)
         before_tokens = current.tokens
         if progress is not None:
             progress(current)
         reduce_program(current)
+        settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
+        if settled.back:
+            current = Current(settled.result, run.engine, syntax)
+            warnings.append(backed_off(settled, f"{current.tokens} tokens"))
     settings = replace(settings, test=run.spec.command)
     if output is not None:
         output.write_bytes(current.text)
@@ -165,6 +180,7 @@ def reduce_file(
         stats=run.engine.stats,
         wall_seconds=time.monotonic() - started,
         interrupted=run.interrupted,
+        verified=run.verified,
         warnings=warnings,
         test=settings.test,
         branch=branch,
