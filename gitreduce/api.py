@@ -19,7 +19,8 @@ one, `reduce_file` also writes NAME.reduced.EXT next to the input unless
 The test follows `git bisect run`: exit 0 = good, 125 = cannot be tested, other
 1-127 = bad (the bug), >=128 = the test broke; with `interesting=True`, exit 0
 means "still shows the bug" (C-Reduce/C-Vise scripts). The candidate is `{}` in
-the command and $GITREDUCE_FILE.
+the command and $GITREDUCE_FILE. The result is run again alone at the end;
+`verified` on the summary says it stood that (see docs/architecture.md).
 """
 
 from __future__ import annotations

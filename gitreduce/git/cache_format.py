@@ -1,7 +1,9 @@
 """The verdict cache's format on its ref: what the commits, trees and records look like.
 
 Job: the names, records and tree shapes every writer and reader of a cache
-ref agrees on, and building them: a batch's tree, the compacted shards. When
+ref agrees on, and building them: a batch's tree, the compacted shards; and
+which of two verdicts for one key stands, on the ref (`keep_better`) and in
+the memory a cache shares with its writer (`CacheMemory`). When
 commits are made and how the ref moves among concurrent writers is
 `gitreduce.git.cache_log`; how the engine uses the cache,
 `gitreduce.git.verdicts`.
@@ -40,9 +42,10 @@ import hmac
 import json
 import re
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import pygit2
@@ -103,6 +106,26 @@ def rank(outcome: Outcome | None) -> Rank:
     if outcome is None:
         return UNREADABLE
     return int(outcome.local), outcome.solo_runs
+
+
+@dataclass
+class CacheMemory:
+    """What a cache and its log share: every verdict known, the verdicts not committed yet,
+    and the lock that guards both and the log's own bookkeeping (one lock, so that a seal
+    sees what is pending and what it has to squash at once)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    known: dict[str, Outcome] = field(default_factory=dict)
+    pending: dict[str, Outcome] = field(default_factory=dict)
+
+    def learn(self, key: str, outcome: Outcome) -> bool:
+        """Know `outcome` for `key` unless a verdict of at least its rank is known (the first
+        of equal ones wins: later ones are re-runs); whether it was taken. Hold `lock`."""
+        known = self.known.get(key)
+        if known is not None and rank(known) >= rank(outcome):
+            return False
+        self.known[key] = outcome
+        return True
 
 
 def _dumps(record: list[object]) -> bytes:

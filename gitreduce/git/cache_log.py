@@ -58,7 +58,7 @@ import random
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import pygit2
 from pygit2.enums import FileMode
@@ -74,6 +74,7 @@ from gitreduce.git.cache_format import (
     README_TEXT,
     SEAL,
     VERDICTS,
+    CacheMemory,
     RecordCodec,
     cache_signature,
     child_tree,
@@ -82,7 +83,6 @@ from gitreduce.git.cache_format import (
     new_batch_name,
     new_objects,
     parse_records,
-    rank,
     record_blobs,
     sealed_below,
     write_batch,
@@ -100,26 +100,6 @@ _WRITERS_LOCK = "gitreduce-cache.lock"
 
 class CacheError(UserError):
     """The cache could not be saved (e.g. its ref stayed locked); the reduction itself is fine."""
-
-
-@dataclass
-class CacheMemory:
-    """What a cache and its log share: every verdict known, the verdicts not committed yet,
-    and the lock that guards both and the log's own bookkeeping (one lock, so that a seal
-    sees what is pending and what it has to squash at once)."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    known: dict[str, Outcome] = field(default_factory=dict)
-    pending: dict[str, Outcome] = field(default_factory=dict)
-
-    def learn(self, key: str, outcome: Outcome) -> bool:
-        """Know `outcome` for `key` unless a verdict of at least its rank is known (the first
-        of equal ones wins: later ones are re-runs); whether it was taken. Hold `lock`."""
-        known = self.known.get(key)
-        if known is not None and rank(known) >= rank(outcome):
-            return False
-        self.known[key] = outcome
-        return True
 
 
 class CacheLog:

@@ -30,8 +30,8 @@ from collections.abc import Callable
 import pygit2
 
 from gitreduce.core.outcome import Outcome
-from gitreduce.git.cache_format import FINGERPRINT, RecordCodec
-from gitreduce.git.cache_log import CacheLog, CacheMemory
+from gitreduce.git.cache_format import FINGERPRINT, CacheMemory, RecordCodec
+from gitreduce.git.cache_log import CacheLog
 from gitreduce.git.provenance import (
     SECRET_BYTES,
     new_run_id,

@@ -92,7 +92,8 @@ def _first_failure(
     for text, accepts, name in checks:
         outcomes = _stable_runs(run, alone, text, accepts, total)
         if outcomes is not None:
-            return f"{name} was classified {describe(run.spec, outcomes)} in {len(outcomes)} runs"
+            count = f"{len(outcomes)} run{'s' if len(outcomes) > 1 else ''}"
+            return f"{name} was classified {describe(run.spec, outcomes)} in {count}"
     return None
 
 
