@@ -73,6 +73,7 @@ from gitreduce.git.cache_format import (
     README,
     README_TEXT,
     SEAL,
+    UNREADABLE,
     VERDICTS,
     CacheMemory,
     RecordCodec,
@@ -215,7 +216,8 @@ class CacheLog:
 
     def revoke(self) -> None:
         """Revoke the verdicts of this run: those committed are ignored from now on, those
-        pending are dropped, and what is put later is saved as a new run's.
+        pending are dropped, those only checkpointed are left out of the next seal, and
+        what is put later is saved as a new run's.
 
         Under the flush lock, so no verdict of the revoked run is encoded as the new one's.
         """
@@ -409,7 +411,8 @@ class CacheLog:
                 for entry in batches[name]:
                     if entry.name == VERDICTS:
                         for key, record in parse_records(entry.data).items():
-                            keep_better(merged, key, record, self.codec.rank)
+                            if self.codec.rank(key, record) != UNREADABLE:  # not revoked
+                                keep_better(merged, key, record, self.codec.rank)
                     else:
                         entries.setdefault(entry.name or "", entry.id)
             for key, record in records.items():

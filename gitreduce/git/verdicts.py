@@ -149,10 +149,10 @@ class GitVerdictCache:
     def revoke_run(self) -> None:
         """This run's verdicts are not to be reused: its tests turned out inconsistent.
 
-        The records it committed stay on the ref but are ignored by every later
-        run here (their run id is listed in the repository's revoked runs);
-        those not committed yet are dropped. Verdicts put afterwards are saved
-        under a new run id.
+        The records it sealed stay on the ref but are ignored by every later run
+        here (their run id is listed in the repository's revoked runs); those
+        only checkpointed are left out of the next seal, and those not committed
+        yet are dropped. Verdicts put afterwards are saved under a new run id.
         """
         self._log.revoke()
 

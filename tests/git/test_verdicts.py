@@ -4,6 +4,7 @@ background checkpoints, on real repositories."""
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -213,15 +214,29 @@ def test_a_verdict_confirmed_alone_supersedes_one_made_among_others(bare):
 
 
 def test_a_revoked_runs_verdicts_are_ignored_by_later_runs(bare):
-    cache = quiet_cache(bare)
+    cache = quiet_cache(bare, checkpoint_seconds=0.0, checkpoint_verdicts=1)
     cache.put("a" * 40, outcome_for(1))
-    cache.flush()  # sealed into history
-    cache.put("b" * 40, outcome_for(1))  # pending: dropped
+    cache.flush()  # sealed into history: stays on the ref, ignored
+    cache.put("b" * 40, outcome_for(1))
+    deadline = time.monotonic() + 10
+    while cache.flushes < 2 and time.monotonic() < deadline:  # checkpointed, not sealed
+        time.sleep(0.01)
+    assert cache.flushes == 2
+    cache.put("c" * 40, outcome_for(1))  # pending: dropped
     cache.revoke_run()
-    cache.put("c" * 40, outcome_for(0))  # saved as a new run's
+    cache.put("d" * 40, outcome_for(0))  # saved as a new run's
     cache.close()
     later = quiet_cache(bare)
-    assert later.get("a" * 40) is None and later.get("b" * 40) is None
-    survivor = later.get("c" * 40)
+    assert [later.get(key * 40) for key in "abc"] == [None, None, None]
+    survivor = later.get("d" * 40)
     assert survivor == outcome_for(0) and survivor is not None and survivor.local
     later.close()
+
+    def on_the_ref(key: str) -> bool:
+        found = git(
+            Path(bare.path), "grep", "-q", key * 40, CACHE_REF_PREFIX + FINGERPRINT, check=False
+        )
+        return found.returncode == 0
+
+    # the sealed verdict stays, ignored; the checkpointed one was left out of the seal
+    assert [on_the_ref(key) for key in "abcd"] == [True, False, False, True]
