@@ -121,6 +121,23 @@ def test_listing1_through_the_cli(workdir: Path, strategy: str, alignment: str) 
     assert "reduced: 8 → 4 bytes" in stderr
 
 
+def test_repeat_judges_the_generated_inputs_by_the_majority(workdir: Path) -> None:
+    """`--repeat 3` with a test that is bad twice in three runs on an input with a 'c'."""
+    write(workdir / "listing1.py", LISTING1)
+    flaky = (
+        f'n=$(cat "{workdir / "n"}" 2>/dev/null || echo 0); echo $((n + 1)) > "{workdir / "n"}"; '
+        "[ $((n % 3)) -eq 2 ] && exit 0; " + HAS_C
+    )
+    code, _, stderr = invoke("listing1.py:gen", "--seed", "26524", "--test", flaky, "-j", "1")
+    assert code == 2 and "error: generated at seed 26524: the test is flaky" in stderr
+    (workdir / "n").unlink()
+    args = ["listing1.py:gen", "--seed", "26524", "--test", flaky, "--output", "out.txt"]
+    code, stdout, stderr = invoke(*args, "--repeat", "3", "-j", "1", "--json")
+    assert code == 0, stderr
+    assert (workdir / "out.txt").read_bytes() == b"c\nc\n"
+    assert json.loads(stdout)["verified"] is True
+
+
 def test_printed_output_and_the_default_names(workdir: Path) -> None:
     write(workdir / "blocks.py", BLOCKS)
     code, _, stderr = invoke("blocks.py", "--seed", "20", "--test", HAS_E, "-q")
