@@ -59,9 +59,10 @@ def settle(run: CalibratedRun, chain: Sequence[T], checks: Checks[T]) -> Settled
     run.engine.close()
     total = max(STABLE_RUNS, run.spec.repeat)
     unstable = failure = ""
+    seen: dict[str, str] = {}  # texts found unstable (by key): what their runs said
     with Oracle(run.spec, jobs=1) as alone:
         for back, entry in enumerate(reversed(chain)):
-            found = _first_failure(run, alone, checks(entry), total)
+            found = _first_failure(run, alone, checks(entry), total, seen)
             if found is None:
                 run.verified = True
                 return Settled(entry, back, unstable)
@@ -86,14 +87,23 @@ def backed_off(settled: Settled[T], size: str) -> str:
 
 
 def _first_failure(
-    run: CalibratedRun, alone: Oracle, checks: list[tuple[bytes, Accepts, str]], total: int
+    run: CalibratedRun,
+    alone: Oracle,
+    checks: list[tuple[bytes, Accepts, str]],
+    total: int,
+    seen: dict[str, str],
 ) -> str | None:
-    """None when every check holds stably; else what the first that does not saw."""
+    """None when every check holds stably; else what the first that does not saw. A text
+    already found unstable (a pair's seed that stayed the same) is not run again."""
     for text, accepts, name in checks:
+        key = blob_id(text)
+        if key in seen:
+            return seen[key]
         outcomes = _stable_runs(run, alone, text, accepts, total)
         if outcomes is not None:
             count = f"{len(outcomes)} run{'s' if len(outcomes) > 1 else ''}"
-            return f"{name} was classified {describe(run.spec, outcomes)} in {count}"
+            seen[key] = f"{name} was classified {describe(run.spec, outcomes)} in {count}"
+            return seen[key]
     return None
 
 

@@ -136,3 +136,38 @@ def test_repeat_must_be_a_positive_count(tmp_path, value):
     done = reduce(repo, script(tmp_path / "t.sh", "exit 1\n"), "--repeat", value)
     assert done.returncode == 2 and done.stderr.startswith("error: ")
     assert "--repeat" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_pair_bad_only_under_load_is_backed_off_from(tmp_path):
+    """The same for a pair: the variant's `slow2` line looks like the failure-inducing
+    change while the runs are side by side; `keep` is."""
+    (tmp_path / "seed.txt").write_text("alpha\nbeta\ngamma\n")
+    (tmp_path / "variant.txt").write_text("alpha\nkeep\nbeta\nslow2\ngamma\n")
+    test = script(
+        tmp_path / "timing.sh",
+        'grep -q keep "$GITREDUCE_FILE" && exit 1\n'
+        'grep -q slow2 "$GITREDUCE_FILE" || exit 0\n'
+        'seen="$HERE/seen-$(cksum < "$GITREDUCE_FILE" | cut -d" " -f1)"\n'
+        '[ -e "$seen" ] && exit 0\ntouch "$seen"\nexit 1\n',
+    )
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    env.update(HERE=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "xdg"), TMPDIR=str(tmp_path))
+    done = subprocess.run(
+        [
+            str(GIT_REDUCE),
+            *("--seed", "seed.txt", "--variant", "variant.txt", "--test", str(test)),
+            *("--jobs", "2", "--json"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, Any] = json.loads(done.stdout)
+    assert summary["warnings"][1].startswith(
+        "the result was not stably bad: re-run alone, the variant was classified good in 1 run"
+    )
+    assert summary["verified"] is True
+    assert "keep" in (tmp_path / "variant.variant.txt").read_text()
