@@ -21,7 +21,8 @@ one, `reduce_file` also writes NAME.reduced.EXT next to the input unless
 The test follows `git bisect run`: exit 0 = good, 125 = cannot be tested, other
 1-127 = bad (the bug), >=128 = the test broke; with `interesting=True`, exit 0
 means "still shows the bug" (C-Reduce/C-Vise scripts). The candidate is `{}` in
-the command and $GITREDUCE_FILE.
+the command and $GITREDUCE_FILE. The result is run again alone at the end;
+`verified` on the summary says it stood that (see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def reduce_file(
     language: str | None = None,
     signature: str | None = None,
     any_failure: bool = False,
+    repeat: int = 1,
     output: str | Path | None = None,
     branch: str | None = None,
     force: bool = False,
@@ -74,7 +76,10 @@ def reduce_file(
     test (default: 10x the original's run, at least 1s). `language`: the grammar
     (default: from the extension). `signature`: a regex the failure's output
     must match (default: derived from the original's output); `any_failure`
-    accepts any bad exit instead. `output`: where to write the result (default:
+    accepts any bad exit instead. `repeat`: runs per candidate, for a test that
+    fails only sometimes: a candidate is judged by the majority of its runs
+    (default 1; without it a test that disagrees with itself on the original
+    is refused as flaky). `output`: where to write the result (default:
     NAME.reduced.EXT beside the input outside a repository, no file inside one).
     `branch`, `force`, `patch`: the result branch (default: reduce/NAME), whether
     it may be overwritten, and a file to write the result as a mail-ready patch.
@@ -92,6 +97,7 @@ def reduce_file(
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
+        repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
         skip_passes=_skip_passes(skip_passes),
     )
@@ -110,6 +116,7 @@ def reduce_pair(
     language: str | None = None,
     signature: str | None = None,
     any_failure: bool = False,
+    repeat: int = 1,
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
@@ -137,6 +144,7 @@ def reduce_pair(
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
+        repeat=_repeat(repeat),
         algorithm=algorithm,
         skip_passes=_skip_passes(skip_passes),
     )
@@ -158,6 +166,7 @@ def reduce_revisions(
     language: str | None = None,
     signature: str | None = None,
     any_failure: bool = False,
+    repeat: int = 1,
     branch: str | None = None,
     force: bool = False,
     patch: str | Path | None = None,
@@ -192,6 +201,7 @@ def reduce_revisions(
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
+        repeat=_repeat(repeat),
         algorithm=algorithm,
         skip_passes=_skip_passes(skip_passes),
     )
@@ -250,6 +260,12 @@ def _jobs(jobs: int | None) -> int:
     if jobs < 1:
         raise UserError(f"jobs must be at least 1, not {jobs}")
     return jobs
+
+
+def _repeat(repeat: int) -> int:
+    if repeat < 1:
+        raise UserError(f"repeat must be at least 1, not {repeat}")
+    return repeat
 
 
 def _signature(signature: str | None, any_failure: bool) -> str | None:

@@ -93,7 +93,7 @@ def test_reduce_file_returns_the_summary_and_writes_the_result(
     assert summary.bytes_after == len(summary.result) < summary.bytes_before
     assert b"count++" in summary.result
     assert status(TEST_SH, summary.result, tmp_path) == 1
-    assert summary.stats.tests_run > 0
+    assert summary.stats.tests_run > 0 and summary.verified
     assert summary.test == str(TEST_SH)
     # outside any repository the result is a file next to the input, the input untouched
     assert summary.output == str(source.with_name("crash.reduced.c"))
@@ -216,6 +216,8 @@ def test_bad_input_raises_user_error(tmp_path: Path) -> None:
     source.write_bytes(PROGRAM.replace(BUG_FREE, BUG))
     with pytest.raises(gitreduce.UserError, match="jobs"):
         gitreduce.reduce_file(source, str(TEST_SH), jobs=0)
+    with pytest.raises(gitreduce.UserError, match="repeat must be at least 1, not 0"):
+        gitreduce.reduce_file(source, str(TEST_SH), repeat=0)
     with pytest.raises(gitreduce.UserError, match="exclude each other"):
         gitreduce.reduce_file(source, str(TEST_SH), signature="x", any_failure=True)
     with pytest.raises(gitreduce.UserError, match="unknown algorithm"):

@@ -32,6 +32,7 @@ from gitreduce.cli.options import (
     Jobs,
     PatchFile,
     Quiet,
+    Repeat,
     ShowStats,
     Signature,
     TestCommand,
@@ -39,7 +40,7 @@ from gitreduce.cli.options import (
     reported_errors,
     resolve_test,
 )
-from gitreduce.cli.progress import print_pass_profile
+from gitreduce.cli.progress import print_pass_profile, print_provenance, verified_note
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
 from gitreduce.generator.replay import Alignment
@@ -109,6 +110,7 @@ def generate_command(
     ] = DEFAULT_GENERATOR_TIMEOUT,
     signature: Signature = None,
     any_failure: AnyFailure = False,
+    repeat: Repeat = 1,
     branch: Branch = None,
     force: Force = False,
     patch: PatchFile = None,
@@ -145,6 +147,7 @@ def generate_command(
             generator_timeout=generator_timeout,
             signature=signature,
             any_failure=any_failure,
+            repeat=repeat,
             polish=polish,
         )
         request = ResultRequest(branch=branch, force=force, patch=patch)
@@ -195,9 +198,11 @@ def print_summary(console: Console, summary: GenerateSummary) -> None:
         f"{state}: {summary.bytes_before} → {summary.bytes_after} bytes ({share:.1f}%), "
         f"{summary.tokens_before} → {summary.tokens_after} tokens; "
         f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
-        f"{summary.generator_runs} generator runs, {summary.wall_seconds:.1f}s",
+        f"{summary.generator_runs} generator runs, {summary.wall_seconds:.1f}s"
+        f"{verified_note(summary.verified)}",
         highlight=False,
     )
+    print_provenance(console, summary.stats)
     failed = sum(summary.generator_failures.values())
     console.print(
         f"trace ({summary.strategy}, {summary.alignment}): {summary.decisions_before} → "

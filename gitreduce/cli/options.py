@@ -36,6 +36,15 @@ Signature = Annotated[
 AnyFailure = Annotated[
     bool, typer.Option("--any-failure", help="Accept any bad exit, not just the same bug.")
 ]
+Repeat = Annotated[
+    int,
+    typer.Option(
+        "--repeat",
+        min=1,
+        help="Run the test N times per candidate and go by the majority, for a test that fails "
+        "only sometimes (default 1: a test that disagrees with itself is refused as flaky).",
+    ),
+]
 Branch = Annotated[
     str | None, typer.Option("--branch", help="Result branch (default: reduce/<name>).")
 ]

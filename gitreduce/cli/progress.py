@@ -106,9 +106,10 @@ def print_summary(console: Console, summary: Summary, patch: Path | None = None)
         f"{state}: {summary.tokens_before} → {summary.tokens_after} tokens ({share:.1f}%), "
         f"{summary.bytes_before} → {summary.bytes_after} bytes; "
         f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
-        f"{summary.wall_seconds:.1f}s",
+        f"{summary.wall_seconds:.1f}s{verified_note(summary.verified)}",
         highlight=False,
     )
+    print_provenance(console, summary.stats)
     _print_destinations(
         console,
         summary.branch,
@@ -116,6 +117,21 @@ def print_summary(console: Console, summary: Summary, patch: Path | None = None)
         [Path(summary.output)] if summary.output else None,
         patch,
     )
+
+
+def verified_note(verified: bool) -> str:
+    """What the summary line says about the final re-verification (sessions/verify.py)."""
+    return "; result verified alone" if verified else ""
+
+
+def print_provenance(console: Console, stats: Stats) -> None:
+    """One line on cached verdicts from elsewhere, when the run met any."""
+    if stats.foreign_used or stats.confirmations:
+        console.print(
+            f"cached verdicts from elsewhere: {stats.foreign_used} rejected a candidate "
+            f"(a test saved), {stats.confirmations} confirmed by a run first",
+            highlight=False,
+        )
 
 
 class PairProgressPrinter(_StatusLine):
@@ -173,9 +189,10 @@ def print_pair_summary(
         f"variant {summary.variant_before} → {summary.variant_after}, "
         f"difference {summary.diff_before} → {summary.diff_after} tokens; "
         f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
-        f"{summary.wall_seconds:.1f}s",
+        f"{summary.wall_seconds:.1f}s{verified_note(summary.verified)}",
         highlight=False,
     )
+    print_provenance(console, summary.stats)
     if summary.first_bad_commit is not None:
         console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
     _print_destinations(console, summary.branch, summary.commits, written, patch)

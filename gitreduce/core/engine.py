@@ -12,6 +12,14 @@ cache ("orphans") instead of being killed.
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
 `_POLL_SECONDS` even while every test is still running.
+
+Cached verdicts carry their provenance (`Outcome.local`). A verdict this
+repository's own runs produced decides a candidate either way. A foreign one
+(fetched from elsewhere) may only reject: a verdict that would accept a
+candidate is confirmed by running the test first, and the local verdict
+replaces it in the cache. Once a confirmation contradicts a foreign verdict,
+no foreign verdict is used for the rest of the run. So every accepted
+candidate, and hence the result, rests on a run made here.
 """
 
 from __future__ import annotations
@@ -44,7 +52,8 @@ class VerdictCache(Protocol):
 
     def get(self, key: str) -> Outcome | None: ...
 
-    def put(self, key: str, outcome: Outcome) -> None: ...
+    def put(self, key: str, outcome: Outcome) -> None:
+        """Store a verdict; a local one must replace a foreign one for the same key."""
 
 
 class MemoryCache:
@@ -57,7 +66,9 @@ class MemoryCache:
         return self._verdicts.get(key)
 
     def put(self, key: str, outcome: Outcome) -> None:
-        self._verdicts[key] = outcome
+        known = self._verdicts.get(key)
+        if known is None or (outcome.local and not known.local):
+            self._verdicts[key] = outcome
 
 
 @dataclass
@@ -83,6 +94,12 @@ class Stats:
 
     tests_run: int = 0
     cache_hits: int = 0
+    # Cached verdicts from elsewhere that saved a test by rejecting a candidate; tests run to
+    # confirm one that would have accepted a candidate (or decided a single check); those
+    # confirmations that came out otherwise.
+    foreign_used: int = 0
+    confirmations: int = 0
+    contradicted: int = 0
     not_smaller: int = 0
     syntax_rejected: int = 0
     interesting: int = 0
@@ -121,6 +138,9 @@ class Stats:
 
 
 Precheck = Callable[[bytes], bool]
+# What a verdict must say for the candidate asking to be accepted (interesting, or a pair's
+# seed still good): a foreign verdict that says no may reject it without a test.
+Accepts = Callable[[Outcome], bool]
 ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
 C = TypeVar("C")
 T = TypeVar("T")
@@ -160,7 +180,7 @@ class TextJudge:
         if len(candidate) >= self._smaller_than:
             engine.stats.not_smaller += 1
             return False
-        cached = engine.recall(candidate)
+        cached = engine.recall(candidate, self._is_interesting)
         if cached is not None:
             return self._is_interesting(cached)
         if not engine.parses(candidate, self._precheck):
@@ -168,7 +188,7 @@ class TextJudge:
         return None
 
     def full(self, candidate: bytes) -> bool:
-        return self._is_interesting(self._engine.outcome(candidate))
+        return self._is_interesting(self._engine.outcome(candidate, self._is_interesting))
 
 
 class Engine:
@@ -198,6 +218,7 @@ class Engine:
         self._running = 0
         self._busy_since = 0.0
         self._stopped = False
+        self._foreign_trusted = True  # until a confirmation contradicts a foreign verdict
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -225,13 +246,28 @@ class Engine:
             if done:
                 return
 
-    def recall(self, text: bytes) -> Outcome | None:
-        """A verdict already known for `text`, counted as a cache hit."""
+    def recall(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
+        """A verdict already known for `text` that may decide it, counted as a cache hit.
+
+        A local verdict always may. A foreign one may only when it rejects:
+        `accepts` says no to it. None when there is no such verdict, and for a
+        foreign one without `accepts` (a single check, where every verdict
+        decides something): those are confirmed by `outcome`.
+        """
         cached = self.cache.get(blob_id(text))
-        if cached is not None:
-            self.stats.cache_hits += 1
-            self.stats.of_pass(self._label()).cache_hits += 1
+        if cached is None or not self._decides(cached, accepts):
+            return None
+        self.stats.cache_hits += 1
+        self.stats.of_pass(self._label()).cache_hits += 1
+        if not cached.local:
+            self.stats.foreign_used += 1
         return cached
+
+    def _decides(self, cached: Outcome, accepts: Accepts | None) -> bool:
+        """Whether `cached` may stand for a run: see the module's docstring."""
+        if cached.local:
+            return True
+        return accepts is not None and self._foreign_trusted and not accepts(cached)
 
     def parses(self, text: bytes, precheck: Precheck | None) -> bool:
         """The syntax pre-check, remembered per text so a rejected text is parsed once."""
@@ -247,16 +283,21 @@ class Engine:
         self._syntax_rejects.add(key)
         return False
 
-    def outcome(self, text: bytes) -> Outcome:
+    def outcome(self, text: bytes, accepts: Accepts | None = None) -> Outcome:
         """The test's verdict on `text`: cached, awaited from another worker, or run now.
 
+        A cached foreign verdict is used only where `recall` would use it;
+        otherwise the test runs to confirm it, and a confirmation that says
+        otherwise is counted and ends the trust in foreign verdicts.
         Called from worker threads; a text is never tested twice at once.
         """
         key = blob_id(text)
         while True:
             with self._lock:
                 cached = self.cache.get(key)
-                if cached is not None:
+                if cached is not None and self._decides(cached, accepts):
+                    if not cached.local:
+                        self.stats.foreign_used += 1
                     return cached
                 running = self._tests_in_flight.get(key)
                 if running is None:
@@ -264,10 +305,24 @@ class Engine:
                     break
             running.wait()
         try:
-            return self._timed_run(key, text)
+            fresh = self._timed_run(key, text)
         finally:
             with self._lock:
                 self._tests_in_flight.pop(key).set()
+        if cached is not None:
+            self._confirmed(cached, fresh, accepts)
+        return fresh
+
+    def _confirmed(self, foreign: Outcome, fresh: Outcome, accepts: Accepts | None) -> None:
+        if accepts is not None:
+            contradicted = accepts(foreign) != accepts(fresh)
+        else:
+            contradicted = (foreign.verdict, foreign.signature) != (fresh.verdict, fresh.signature)
+        with self._lock:
+            self.stats.confirmations += 1
+            if contradicted:
+                self.stats.contradicted += 1
+                self._foreign_trusted = False
 
     def _timed_run(self, key: str, text: bytes) -> Outcome:
         with self._lock:
@@ -288,7 +343,9 @@ class Engine:
         return outcome
 
     def test(self, text: bytes, *, label: str = ORIGINALS) -> Outcome:
-        """Run (or recall) one text without any gate: for originals and final checks."""
+        """Run (or recall) one text without any gate: for single checks (bisection steps, a
+        pair's final comment check). Every verdict of such a check decides something, so
+        only a local one is recalled; a foreign one is confirmed by a run."""
         self._check()
         outer = self._label()
         self._context.label = label

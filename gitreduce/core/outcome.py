@@ -4,7 +4,7 @@ Kept apart from the process runner so that algorithms, caches and reporters can
 speak about verdicts without importing subprocess handling.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 
@@ -24,9 +24,21 @@ class Outcome:
 
     `signature` is the normalised failure signature of a BAD run (None when the
     run was not BAD or printed nothing that looks like an error).
+
+    Two facts about where the verdict stands, which are not what the test
+    said and so do not take part in comparisons:
+    - `local`: the verdict was obtained here, by this repository's own runs
+      (True for every fresh run). A verdict read from a shared cache that this
+      repository cannot prove it wrote is not local: the engine may let it
+      reject a candidate but confirms it by a run before it accepts one.
+    - `solo_runs`: how many runs made alone (no other test running) agreed
+      on this verdict, as the final re-verification of a result does; 0 for a
+      run made among others.
     """
 
     verdict: Verdict
     exit_code: int | None
     seconds: float
     signature: str | None = None
+    local: bool = field(default=True, compare=False)
+    solo_runs: int = field(default=0, compare=False)

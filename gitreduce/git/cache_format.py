@@ -1,7 +1,9 @@
 """The verdict cache's format on its ref: what the commits, trees and records look like.
 
 Job: the names, records and tree shapes every writer and reader of a cache
-ref agrees on, and building them: a batch's tree, the compacted shards. When
+ref agrees on, and building them: a batch's tree, the compacted shards; and
+which of two verdicts for one key stands, on the ref (`keep_better`) and in
+the memory a cache shares with its writer (`CacheMemory`). When
 commits are made and how the ref moves among concurrent writers is
 `gitreduce.git.cache_log`; how the engine uses the cache,
 `gitreduce.git.verdicts`.
@@ -27,15 +29,23 @@ Why this shape:
   dict once.
 - Records are compact JSON arrays and candidate entries have short names:
   once candidates are delta-packed, this bookkeeping is what takes the space.
+- Each record says where it came from and proves it when it came from here
+  (`RecordCodec`): a shared cache is data from strangers, and the engine
+  must tell this repository's own verdicts from theirs. Where two records
+  for one key meet, the better-founded one stays (`keep_better`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 import secrets
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import pygit2
@@ -60,7 +70,8 @@ FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
 README_TEXT = """\
 gitreduce verdict cache for one test fingerprint.
 
-batches/<batch>/verdicts   lines "<candidate blob id> [verdict, exit, seconds, signature]"
+batches/<batch>/verdicts   lines "<candidate blob id> [2, verdict, exit, seconds, signature,
+                           solo runs, origin, run, mac]"
 batches/<batch>/<hex>      the candidates of that batch (entry id = candidate blob id)
 verdicts/<ab>              older batches' records, by the id's first two hex digits
 candidates/<ab>/<hex>      older batches' candidates
@@ -68,6 +79,8 @@ candidates/<ab>/<hex>      older batches' candidates
 Candidates are kept reachable so that gc does not drop them. Share it with:
     git push origin 'refs/reduce/*'
     git fetch origin 'refs/reduce/*:refs/reduce/*'
+A verdict fetched from elsewhere only saves the tests of candidates it rejects;
+one that would accept a candidate is confirmed by a run first.
 """
 
 
@@ -76,26 +89,144 @@ def cache_signature() -> pygit2.Signature:
     return pygit2.Signature("git reduce", "gitreduce@localhost", int(time.time()), 0)
 
 
-def encode_record(outcome: Outcome) -> bytes:
-    """A compact JSON array `[verdict, exit_code, seconds(, signature)]`.
+# Records of this version start with it; earlier versions' start with the verdict.
+RECORD_VERSION = 2
+# The MAC is truncated to 128 bits: forging one is still out of reach, and records stay short.
+MAC_HEX = 32
+# What a verdict weighs when two records for one key meet: local above foreign, then more
+# runs made alone; an unreadable record weighs least.
+Rank = tuple[int, int]
+UNREADABLE: Rank = (-1, -1)
+# The rank of a raw record for a key (`RecordCodec.rank`): what merges of records go by.
+Weigh = Callable[[bytes, bytes], Rank]
 
-    Seconds are kept to the millisecond: they only feed statistics.
-    """
-    record: list[object] = [outcome.verdict.value, outcome.exit_code, round(outcome.seconds, 3)]
-    if outcome.signature is not None:
-        record.append(outcome.signature)
+
+def rank(outcome: Outcome | None) -> Rank:
+    """How much `outcome` is to be believed: a record of higher rank replaces a lower one."""
+    if outcome is None:
+        return UNREADABLE
+    return int(outcome.local), outcome.solo_runs
+
+
+@dataclass
+class CacheMemory:
+    """What a cache and its log share: every verdict known, the verdicts not committed yet,
+    and the lock that guards both and the log's own bookkeeping (one lock, so that a seal
+    sees what is pending and what it has to squash at once)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    known: dict[str, Outcome] = field(default_factory=dict)
+    pending: dict[str, Outcome] = field(default_factory=dict)
+
+    def learn(self, key: str, outcome: Outcome) -> bool:
+        """Know `outcome` for `key` unless a verdict of at least its rank is known (the first
+        of equal ones wins: later ones are re-runs); whether it was taken. Hold `lock`."""
+        known = self.known.get(key)
+        if known is not None and rank(known) >= rank(outcome):
+            return False
+        self.known[key] = outcome
+        return True
+
+
+def _dumps(record: list[object]) -> bytes:
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def decode_record(raw: bytes) -> Outcome | None:
-    """A stored record, or None for one this version cannot read (newer writer, damage)."""
-    try:
-        record = json.loads(raw)
-        verdict, exit_code, seconds = record[:3]
-        signature = record[3] if len(record) > 3 else None
-        return Outcome(Verdict(verdict), exit_code, float(seconds), signature)
-    except (ValueError, KeyError, TypeError, IndexError):
+@dataclass(frozen=True)
+class RecordCodec:
+    """Encodes this repository's records and tells its own from everyone else's.
+
+    A record is a compact JSON array, `[2, verdict, exit code, seconds,
+    signature, solo runs, origin, run, mac]`: seconds to the millisecond
+    (they only feed statistics and a derived timeout), the signature null
+    unless a BAD run had one, solo runs as in `Outcome.solo_runs`, origin the
+    writer's `user@host` (information only), run the writing run's id (see
+    `gitreduce.git.provenance`), and mac the first 128 bits of an
+    HMAC-SHA256 under this repository's secret over the fingerprint, the key
+    and the array before it. A record decodes as local exactly when its MAC
+    verifies: a stranger's record, one edited after writing, one copied from
+    another key or another test, and every record of an earlier version decode
+    as foreign. Records of a revoked run, and records this version cannot
+    read (a newer writer, damage), decode as None: they are ignored.
+    """
+
+    fingerprint: str
+    secret: bytes
+    origin: str
+    run: str
+    revoked: frozenset[str] = frozenset()
+
+    def _mac(self, key: str, body: list[object]) -> str:
+        message = f"{self.fingerprint}\0{key}\0".encode() + _dumps(body)
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:MAC_HEX]
+
+    def encode(self, key: str, outcome: Outcome) -> bytes:
+        body: list[object] = [
+            RECORD_VERSION,
+            outcome.verdict.value,
+            outcome.exit_code,
+            round(outcome.seconds, 3),
+            outcome.signature,
+            outcome.solo_runs,
+            self.origin,
+            self.run,
+        ]
+        return _dumps([*body, self._mac(key, body)])
+
+    def decode(self, key: str, raw: bytes) -> Outcome | None:
+        """The verdict of a record, `local` set when this repository wrote it."""
+        try:
+            record = json.loads(raw)
+            if not isinstance(record, list) or not record:
+                return None
+            if isinstance(record[0], str):  # version 1: [verdict, exit, seconds(, signature)]
+                verdict, exit_code, seconds = record[:3]
+                signature = record[3] if len(record) > 3 else None
+                return _outcome(verdict, exit_code, seconds, signature, 0, local=False)
+            if type(record[0]) is not int or record[0] != RECORD_VERSION or len(record) != 9:
+                return None
+            body, mac = record[:8], record[8]
+            _, verdict, exit_code, seconds, signature, solo, _, run = body
+            if not isinstance(run, str) or run in self.revoked:
+                return None
+            local = isinstance(mac, str) and hmac.compare_digest(mac, self._mac(key, body))
+            return _outcome(verdict, exit_code, seconds, signature, solo, local=local)
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def rank(self, key: bytes, raw: bytes) -> Rank:
+        return rank(self.decode(key.decode(), raw))
+
+
+def _outcome(
+    verdict: object,
+    exit_code: object,
+    seconds: object,
+    signature: object,
+    solo: object,
+    *,
+    local: bool,
+) -> Outcome | None:
+    """An `Outcome` of decoded fields, or None when one has the wrong type."""
+    if not isinstance(verdict, str) or isinstance(seconds, bool) or isinstance(solo, bool):
         return None
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        return None
+    if not isinstance(seconds, (int, float)) or not isinstance(solo, int) or solo < 0:
+        return None
+    if signature is not None and not isinstance(signature, str):
+        return None
+    return Outcome(
+        Verdict(verdict), exit_code, float(seconds), signature, local=local, solo_runs=solo
+    )
+
+
+def keep_better(lines: dict[bytes, bytes], key: bytes, record: bytes, weigh: Weigh) -> None:
+    """Add `record` for `key` unless `lines` holds one of at least its rank: of equal ones,
+    the first wins (later ones are re-runs)."""
+    old = lines.get(key)
+    if old is None or weigh(key, record) > weigh(key, old):
+        lines[key] = record
 
 
 def parse_records(data: bytes) -> dict[bytes, bytes]:
@@ -172,8 +303,10 @@ def compact_batches(
     root: pygit2.Tree | None,
     root_builder: pygit2.TreeBuilder,
     batches: list[tuple[str, pygit2.Object]],
+    weigh: Weigh,
 ) -> None:
-    """Fold `(name, tree)` batches into the prefix shards of `root`, via `root_builder`."""
+    """Fold `(name, tree)` batches into the prefix shards of `root`, via `root_builder`;
+    of two records for one key the one `weigh` ranks higher stays (see `keep_better`)."""
     records: dict[str, dict[bytes, bytes]] = {}
     candidates: dict[str, dict[str, pygit2.Oid]] = {}
     for _, batch in batches:
@@ -182,7 +315,7 @@ def compact_batches(
         for entry in batch:
             if entry.name == VERDICTS:
                 for key, record in parse_records(entry.data).items():
-                    records.setdefault(key[:2].decode(), {}).setdefault(key, record)
+                    keep_better(records.setdefault(key[:2].decode(), {}), key, record, weigh)
             else:
                 shard = candidates.setdefault((entry.name or "")[:2], {})
                 shard.setdefault((entry.name or "")[2:], entry.id)
@@ -193,7 +326,7 @@ def compact_batches(
     for shard, new in records.items():
         lines = parse_records(verdicts[shard].data) if verdicts and shard in verdicts else {}
         for key, record in new.items():
-            lines.setdefault(key, record)
+            keep_better(lines, key, record, weigh)
         data = records_blob(lines)
         blob = note(repo.create_blob(data), len(data), unique=False)
         verdict_builder.insert(shard, blob, FileMode.BLOB)

@@ -58,7 +58,7 @@ import random
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import pygit2
 from pygit2.enums import FileMode
@@ -73,12 +73,14 @@ from gitreduce.git.cache_format import (
     README,
     README_TEXT,
     SEAL,
+    UNREADABLE,
     VERDICTS,
+    CacheMemory,
+    RecordCodec,
     cache_signature,
     child_tree,
     compact_batches,
-    decode_record,
-    encode_record,
+    keep_better,
     new_batch_name,
     new_objects,
     parse_records,
@@ -87,6 +89,7 @@ from gitreduce.git.cache_format import (
     write_batch,
 )
 from gitreduce.git.layout import common_dir, delete_if_stale, drop_loose, exclusive, objects_dir
+from gitreduce.git.provenance import new_run_id, revoke
 
 # How far before its first checkpoint a writer looks for seals that may keep
 # its objects, should the ref's history have been replaced: the clock's slack.
@@ -98,17 +101,6 @@ _WRITERS_LOCK = "gitreduce-cache.lock"
 
 class CacheError(UserError):
     """The cache could not be saved (e.g. its ref stayed locked); the reduction itself is fine."""
-
-
-@dataclass
-class CacheMemory:
-    """What a cache and its log share: every verdict known, the verdicts not committed yet,
-    and the lock that guards both and the log's own bookkeeping (one lock, so that a seal
-    sees what is pending and what it has to squash at once)."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    known: dict[str, Outcome] = field(default_factory=dict)
-    pending: dict[str, Outcome] = field(default_factory=dict)
 
 
 class CacheLog:
@@ -127,11 +119,13 @@ class CacheLog:
         fingerprint: str,
         memory: CacheMemory,
         *,
+        codec: RecordCodec,
         description: str,
         compact_after: int,
         lock_wait_seconds: float,
     ) -> None:
         self.fingerprint = fingerprint
+        self.codec = codec
         self.ref_name = CACHE_REF_PREFIX + fingerprint
         self.path = path
         self._description = description
@@ -141,6 +135,7 @@ class CacheLog:
         self._lock = memory.lock  # _known, _pending, _written, _scratch, counters
         self._flush_lock = threading.Lock()  # _flush_repo and everything below it
         self._pack_lock = threading.Lock()
+        self._memory = memory
         self._known = memory.known
         self._pending = memory.pending
         self._written: list[str] = []  # objects to pack: written here, or adopted at a seal
@@ -212,10 +207,27 @@ class CacheLog:
             return made
 
     def _saved(self, pending: dict[str, Outcome]) -> None:
-        """Forget as pending what is committed now; what came in meanwhile stays."""
+        """Forget as pending what is committed now; what came in meanwhile stays, also a
+        better-founded verdict for a key just committed."""
         with self._lock:
-            for key in pending:
-                self._pending.pop(key, None)
+            for key, outcome in pending.items():
+                if self._pending.get(key) is outcome:
+                    del self._pending[key]
+
+    def revoke(self) -> None:
+        """Revoke the verdicts of this run: those committed are ignored from now on, those
+        pending are dropped, those only checkpointed are left out of the next seal, and
+        what is put later is saved as a new run's.
+
+        Under the flush lock, so no verdict of the revoked run is encoded as the new one's.
+        """
+        with self._flush_lock:
+            with self._lock:
+                self._pending.clear()
+            revoke(self._flush_repo, self.codec.run)
+            self.codec = replace(
+                self.codec, run=new_run_id(), revoked=self.codec.revoked | {self.codec.run}
+            )
 
     def _refresh(self) -> None:
         """Take in what other writers committed since the last look (best effort)."""
@@ -235,7 +247,9 @@ class CacheLog:
         """Commit `pending` as a checkpoint or a seal and move the ref (compare-and-swap,
         rebuilt and retried on conflict). Returns whether a commit was needed."""
         repo = self._flush_repo
-        records = {key.encode(): encode_record(outcome) for key, outcome in pending.items()}
+        records = {
+            key.encode(): self.codec.encode(key, outcome) for key, outcome in pending.items()
+        }
         # its blob was written (by us, or is already known to git)
         candidates = {key[:NAME_END]: pygit2.Oid(hex=key) for key in pending if key in repo}
         deadline = time.monotonic() + self._lock_wait
@@ -397,11 +411,12 @@ class CacheLog:
                 for entry in batches[name]:
                     if entry.name == VERDICTS:
                         for key, record in parse_records(entry.data).items():
-                            merged.setdefault(key, record)
+                            if self.codec.rank(key, record) != UNREADABLE:  # not revoked
+                                keep_better(merged, key, record, self.codec.rank)
                     else:
                         entries.setdefault(entry.name or "", entry.id)
             for key, record in records.items():
-                merged.setdefault(key, record)
+                keep_better(merged, key, record, self.codec.rank)
             for name, oid in candidates.items():
                 entries.setdefault(name, oid)
             count = len(merged)
@@ -438,7 +453,9 @@ class CacheLog:
             # a batch list naming this writer's batch, and a root holding it, are its own
             unique = batch is not None
             if compact and len(listed) >= self._compact_after:
-                compact_batches(repo, self._note, root, root_builder, sorted(listed.items()))
+                compact_batches(
+                    repo, self._note, root, root_builder, sorted(listed.items()), self.codec.rank
+                )
                 with contextlib.suppress(KeyError):
                     root_builder.remove(BATCHES)
                 unique = False
@@ -532,17 +549,17 @@ class CacheLog:
         checkpoint another writer's seal has deleted since.
         """
         blobs = record_blobs(commit.tree)
-        found: dict[str, Outcome] = {}
+        found: list[tuple[str, Outcome]] = []
         for oid in blobs:
             if oid in self._seen:
                 continue
             for key, record in parse_records(self._flush_repo[oid].data).items():
-                outcome = decode_record(record)
+                outcome = self.codec.decode(key.decode(), record)
                 if outcome is not None:
-                    found.setdefault(key.decode(), outcome)
+                    found.append((key.decode(), outcome))
         with self._lock:
-            for key, outcome in found.items():
-                self._known.setdefault(key, outcome)
+            for name, outcome in found:
+                self._memory.learn(name, outcome)
         if track:
             self._seen = set(blobs)
 

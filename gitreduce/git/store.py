@@ -2,7 +2,8 @@
 
 Inside a repository, the repository's own object store; for plain files
 outside any, a private cache repository. Verdicts of the originals are cached
-too, so a second identical run executes no test at all, calibration included.
+too, so a second identical run executes no test at all, calibration included
+(but only on verdicts this repository's own runs produced).
 """
 
 from __future__ import annotations
@@ -66,14 +67,17 @@ def verdict_cache(store: Store, spec: TestSpec, warnings: list[str]) -> Iterator
 def calibrate_cached(
     spec: TestSpec, content: bytes, expect: Verdict, jobs: int, cache: GitVerdictCache
 ) -> tuple[TestSpec, Outcome]:
-    """`calibrate`, unless the cache already holds the expected verdict for `content`.
+    """`calibrate`, unless the cache already holds a local verdict of the expected class
+    for `content`.
 
-    A cached original was checked twice by the run that stored it; its stored
-    duration gives the same derived timeout.
+    A local cached original was checked several times by a run here that
+    stored it (and the run was not revoked); its stored duration gives the same
+    derived timeout. A verdict from elsewhere is never taken for an original:
+    it would decide the whole reduction.
     """
     key = blob_id(content)
     cached = cache.get(key)
-    if cached is not None and cached.verdict is expect:
+    if cached is not None and cached.local and cached.verdict is expect:
         timeout = spec.timeout or max(1.0, float(math.ceil(10 * cached.seconds)))
         return replace(spec, timeout=timeout), cached
     calibrated, outcome = calibrate(spec, content, expect, jobs=jobs)

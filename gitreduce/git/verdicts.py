@@ -7,6 +7,13 @@ written and the ref moved among concurrent writers is
 `gitreduce.git.cache_log`; what the ref's trees hold is
 `gitreduce.git.cache_format`; docs/cache.md describes both.
 
+Every verdict the cache hands out says whether this repository's own runs
+produced it (`Outcome.local`): records are signed with a secret that never
+leaves the repository (`gitreduce.git.provenance`), so verdicts fetched from
+elsewhere are told apart from local ones whatever the fetched ref claims. A
+local verdict supersedes a foreign one for the same candidate, and a run
+whose verdicts turn out inconsistent can be revoked as a whole.
+
 Everything here writes objects and cache refs only; nothing reads or writes
 the user's working tree, index, HEAD or any branch. Paths and locks in the git
 directory come from `gitreduce.git.layout`; result branches and patches are
@@ -15,6 +22,7 @@ directory come from `gitreduce.git.layout`; result branches and patches are
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -22,8 +30,15 @@ from collections.abc import Callable
 import pygit2
 
 from gitreduce.core.outcome import Outcome
-from gitreduce.git.cache_format import FINGERPRINT
-from gitreduce.git.cache_log import CacheLog, CacheMemory
+from gitreduce.git.cache_format import FINGERPRINT, CacheMemory, RecordCodec
+from gitreduce.git.cache_log import CacheLog
+from gitreduce.git.provenance import (
+    SECRET_BYTES,
+    new_run_id,
+    origin_label,
+    repository_secret,
+    revoked_runs,
+)
 
 
 class GitVerdictCache:
@@ -73,12 +88,24 @@ class GitVerdictCache:
         memory = CacheMemory()
         self._lock = memory.lock  # _known, _pending, and the log's bookkeeping
         self._blob_lock = threading.Lock()  # _blob_repo
+        self._memory = memory
         self._known = memory.known
         self._pending = memory.pending
+        self.warnings: list[str] = []
+        try:
+            secret = repository_secret(repo)
+        except OSError as error:
+            # Nothing read from the cache can then be proven local: every verdict that
+            # would accept a candidate is confirmed by a run; this run's own still count.
+            secret = secrets.token_bytes(SECRET_BYTES)
+            self.warnings.append(f"cached verdicts cannot be trusted here: {error}")
         self._log = CacheLog(
             repo.path,
             fingerprint,
             memory,
+            codec=RecordCodec(
+                fingerprint, secret, origin_label(), new_run_id(), revoked_runs(repo)
+            ),
             description=description,
             compact_after=compact_after,
             lock_wait_seconds=lock_wait_seconds,
@@ -88,7 +115,6 @@ class GitVerdictCache:
         self._wake = threading.Event()  # a verdict is pending
         self._urgent = threading.Event()  # a full batch, or close(): do not wait
         self._thread: threading.Thread | None = None
-        self.warnings: list[str] = []
         self._log.load()
         self.loaded = len(self._known)
 
@@ -99,7 +125,9 @@ class GitVerdictCache:
             return self._known.get(key)
 
     def put(self, key: str, outcome: Outcome, content: bytes | None = None) -> None:
-        """Record a verdict; the first verdict for a key wins (later ones are re-runs).
+        """Record a verdict. The first verdict for a key wins (later ones are re-runs), except
+        that a local one supersedes a foreign one, and one confirmed by more runs made alone
+        supersedes one confirmed by fewer.
 
         After `close()` verdicts are still remembered in memory but no longer
         saved: runs left over from a finished reduction may report late.
@@ -107,9 +135,8 @@ class GitVerdictCache:
         if content is not None and not self._closed:
             self.remember(content)
         with self._lock:
-            if key in self._known:
+            if not self._memory.learn(key, outcome):
                 return
-            self._known[key] = outcome
             if self._closed:
                 return
             self._pending[key] = outcome
@@ -118,6 +145,16 @@ class GitVerdictCache:
         self._wake.set()
         if full:
             self._urgent.set()
+
+    def revoke_run(self) -> None:
+        """This run's verdicts are not to be reused: its tests turned out inconsistent.
+
+        The records it sealed stay on the ref but are ignored by every later run
+        here (their run id is listed in the repository's revoked runs); those
+        only checkpointed are left out of the next seal, and those not committed
+        yet are dropped. Verdicts put afterwards are saved under a new run id.
+        """
+        self._log.revoke()
 
     def remember(self, content: bytes) -> str:
         """Write `content` as a loose blob (well under 1 ms for a source file); return its key.

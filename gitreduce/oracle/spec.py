@@ -33,6 +33,9 @@ class TestSpec:
     not where the user typed the command, a relative test script path such as
     `./test.sh` (the first word, or the script argument of an interpreter like
     `python3 check.py`) is resolved against the directory gitreduce runs in.
+
+    `repeat` > 1 judges every candidate by the majority of that many runs
+    (`gitreduce.oracle.repeat`), for tests that fail only sometimes.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -44,6 +47,7 @@ class TestSpec:
     signature_regex: str | None = None
     any_failure: bool = False
     env: Mapping[str, str] | None = None
+    repeat: int = 1
 
     def with_file_argument(self) -> "TestSpec | None":
         """This test with the candidate's path as its last argument; None if the command
@@ -71,6 +75,8 @@ class TestSpec:
             "env": sorted((self.env or {}).items()),
             "signature_version": SIGNATURE_VERSION,
         }
+        if self.repeat != 1:  # a majority verdict is not a single run's: a cache of its own
+            record["repeat"] = self.repeat
         digest.update(json.dumps(record, sort_keys=True).encode())
         for path in _named_files(self.command, self.relative_path):
             with open(path, "rb") as script:

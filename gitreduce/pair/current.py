@@ -103,14 +103,14 @@ class PairJudge:
         if candidate.measure >= self._limit:
             engine.stats.not_smaller += 1
             return False
-        variant = engine.recall(candidate.variant)
+        variant = engine.recall(candidate.variant, self._variant_ok)
         if variant is not None and not self._variant_ok(variant):
             return False
-        seed = engine.recall(candidate.seed)
+        seed = engine.recall(candidate.seed, self._seed_ok)
         if seed is not None and not self._seed_ok(seed):
             return False
         if variant is not None and seed is not None:
-            return True
+            return True  # both verdicts local: a foreign one is recalled only to reject
         # a text with a verdict was tested, so it parsed: only new texts need the check
         if variant is None and not engine.parses(candidate.variant, self._precheck):
             return False
@@ -127,7 +127,7 @@ class PairJudge:
         if self._refusals.seed_first():
             checks.reverse()
         for is_seed, text, ok in checks:
-            if not ok(engine.outcome(text)):
+            if not ok(engine.outcome(text, ok)):
                 self._refusals.count(is_seed)
                 return False
         return True

@@ -44,6 +44,7 @@ from gitreduce.sessions.run import (
     resolve_grammar,
     run_figures,
 )
+from gitreduce.sessions.verify import backed_off, settle
 
 DEFAULT_GENERATOR_TIMEOUT = 10.0
 
@@ -66,6 +67,7 @@ class GenerateSettings:
     generator_timeout: float = DEFAULT_GENERATOR_TIMEOUT  # per generator run
     signature: str | None = None
     any_failure: bool = False
+    repeat: int = 1  # runs per candidate, judged by their majority
     # After the trace: reduce the generated input as `git reduce FILE` would.
     polish: bool = True
 
@@ -98,6 +100,7 @@ class GenerateSummary:
     tokens_generated: int = 0
     text: bytes = b""
     interrupted: bool = False
+    verified: bool = False  # the result stood its re-verification alone (see sessions/verify.py)
     warnings: list[str] = field(default_factory=list)
     test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
@@ -315,12 +318,12 @@ class _Judge:
                 searcher.memo[key] = (False, None)
             return self._settle(index, False)
         engine = searcher.engine
-        outcome = engine.recall(text)
+        outcome = engine.recall(text, searcher.is_interesting)
         if outcome is None:
             self._settle(index, False)
             if self._earlier_interesting(index):
                 return False  # cannot be the answer; not memoised, its verdict is unknown
-            outcome = engine.outcome(text)
+            outcome = engine.outcome(text, searcher.is_interesting)
         verdict = searcher.is_interesting(outcome)
         with searcher.lock:
             searcher.memo[key] = (verdict, replayed.trace if verdict else None)
@@ -382,6 +385,7 @@ def generate(
         timeout=settings.timeout,
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
+        repeat=settings.repeat,
     )
     load_timeout = settings.generator_timeout + 20.0  # imports come on top of one run
     with GeneratorPool(target, settings.jobs, load_timeout) as pool:
@@ -412,21 +416,39 @@ def generate(
                 raise UserError(f"generated at seed {settings.seed}: {error}") from None
 
         polisher: Current | None = None
+        # every input taken as the best, with the trace it was generated (or polished) from
+        accepted = [(original.output, original)]
+
+        def on_trace(state: TraceSearcher) -> None:
+            accepted.append((state.current.output, state.current))
+            if progress is not None:
+                progress(state)
+
+        def on_polish(state: Current) -> None:
+            accepted.append((state.text, searcher.current))
+            if progress is not None:
+                progress(state)
+
         with calibrated_run(store, spec, warnings, settings.jobs, calibrate) as run:
             engine = run.engine
             searcher = TraceSearcher(
-                engine, pool, original, run.is_interesting, settings, replay_timeout, progress
+                engine, pool, original, run.is_interesting, settings, replay_timeout, on_trace
             )
             if progress is not None:
                 progress(searcher)
             reduce_trace(searcher, settings.strategy)
             if settings.polish:
-                polisher = _polisher(name, searcher.current.output, engine, progress, warnings)
+                polisher = _polisher(name, searcher.current.output, engine, on_polish, warnings)
                 reduce_program(polisher)
+            settled = settle(run, accepted, lambda entry: [(entry[0], run.is_interesting, "it")])
+            if settled.back:
+                warnings.append(backed_off(settled, f"{len(settled.result[0])} bytes"))
         pool.close()
         settings = replace(settings, test=run.spec.command)
         best = searcher.current
         result_text = polisher.text if polisher is not None else best.output
+        if run.verified:
+            result_text, best = settled.result
         if output is not None:
             output.write_bytes(result_text)
     tokens = (_tokens(name, original.output), _tokens(name, result_text))
@@ -454,6 +476,7 @@ def generate(
         wall_seconds=time.monotonic() - started,
         text=result_text,
         interrupted=run.interrupted,
+        verified=run.verified,
         warnings=warnings,
         test=settings.test,
     )
@@ -504,7 +527,11 @@ def generate(
 
 
 def _polisher(
-    name: str, generated: bytes, engine: Engine, progress: Progress | None, warnings: list[str]
+    name: str,
+    generated: bytes,
+    engine: Engine,
+    progress: Callable[[Current], None],
+    warnings: list[str],
 ) -> Current:
     """The single-file reducer's state on the generated input: what the generator always
     writes (headers, a return, a format's newline) may go too, if the test allows."""

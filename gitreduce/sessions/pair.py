@@ -32,6 +32,7 @@ from gitreduce.pair.ppr import reduce_pair
 from gitreduce.pair.state import PairState
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import calibrated_run, resolve_grammar, run_figures
+from gitreduce.sessions.verify import Settled, backed_off, settle
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class PairSettings:
     signature: str | None = None
     any_failure: bool = False
     algorithm: PairAlgorithm = "ppr"
+    repeat: int = 1  # runs per candidate, judged by their majority
     path: str = ""  # repository-relative, for the result commits (default: name)
     sources: tuple[str, ...] = ()  # the seed's and the variant's commits, when known
     skip_passes: tuple[str, ...] = ()  # pass names or labels switched off (see `run_pass`)
@@ -78,6 +80,7 @@ class PairSummary:
     stats: Stats
     wall_seconds: float
     interrupted: bool = False
+    verified: bool = False  # the result stood its re-verification alone (see sessions/verify.py)
     warnings: list[str] = field(default_factory=list)
     test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
@@ -127,6 +130,14 @@ def reduce_pair_texts(
     def seed_ok(outcome: Outcome) -> bool:
         return outcome.verdict is seed_expected
 
+    accepted = [(settings.seed, settings.variant)]  # every pair taken as the best
+
+    def on_change(current: PairCurrent) -> None:
+        accepted.append((current.state.seed_text(), current.state.variant_text()))
+        if progress is not None:
+            progress(current)
+
+    backed: Settled[tuple[bytes, bytes]] | None = None
     with calibrated_run(
         store,
         spec,
@@ -136,7 +147,7 @@ def reduce_pair_texts(
         settings.skip_passes,
     ) as run:
         engine = run.engine
-        current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, progress)
+        current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, on_change)
         if progress is not None:
             progress(current)
         if settings.algorithm == "ppr":
@@ -152,10 +163,24 @@ def reduce_pair_texts(
         else:
             _isolate(settings.algorithm, current, grammar)
             seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+        if accepted[-1] != (seed_out, variant_out):
+            accepted.append((seed_out, variant_out))
+        settled = settle(
+            run,
+            accepted,
+            lambda pair: [
+                (pair[1], run.is_interesting, "the variant"),
+                (pair[0], seed_ok, "the seed"),
+            ],
+        )
+        seed_out, variant_out = settled.result
+        backed = settled if settled.back else None
     if run.interrupted:
         seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     settings = replace(settings, test=run.spec.command)
     final = Alignment.of(seed_out, variant_out, grammar)
+    if backed is not None and not run.interrupted:
+        warnings.append(backed_off(backed, f"{final.diff_size} difference tokens"))
     summary = PairSummary(
         name=settings.name,
         language=grammar.name if grammar else None,
@@ -171,6 +196,7 @@ def reduce_pair_texts(
         stats=engine.stats,
         wall_seconds=time.monotonic() - started,
         interrupted=run.interrupted,
+        verified=run.verified,
         warnings=warnings,
         test=settings.test,
     )
@@ -223,6 +249,7 @@ def pair_spec(settings: PairSettings) -> TestSpec:
         timeout=settings.timeout,
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
+        repeat=settings.repeat,
     )
 
 

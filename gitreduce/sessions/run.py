@@ -22,6 +22,7 @@ from gitreduce.core.outcome import Outcome
 from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
+from gitreduce.oracle.repeat import repeated
 from gitreduce.oracle.runner import Oracle, stop_all
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions.interrupts import deferred
@@ -32,19 +33,25 @@ class _Run(Protocol):
     stats: Stats
     wall_seconds: float
     interrupted: bool
+    verified: bool
     warnings: list[str]
     branch: str | None
     commits: list[str]
 
 
 def run_figures(run: _Run) -> dict[str, object]:
-    """The per-pass profile, timing and result part every mode's `--json` summary shares.
+    """The per-pass profile, timing, trust and result part every mode's `--json` summary
+    shares.
 
     Overhead is wall time during which no test was running: what the tool itself cost.
     """
     overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
     return {
         "passes": run.stats.pass_profile(),
+        "verified": run.verified,
+        "foreign_verdicts_used": run.stats.foreign_used,
+        "confirmations": run.stats.confirmations,
+        "contradicted": run.stats.contradicted,
         "test": run.test,
         "wall_seconds": round(run.wall_seconds, 3),
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
@@ -94,7 +101,9 @@ Calibrate = Callable[[TestSpec, GitVerdictCache], tuple[TestSpec, Outcome]]
 
 @dataclass
 class CalibratedRun:
-    """What a reduction works with: the engine, and the failure it must keep reproducing.
+    """What a reduction works with: the engine, and the failure it must keep reproducing;
+    the oracle and cache behind the engine, for the final re-verification
+    (`gitreduce.sessions.verify`), and what that found.
 
     `reference` is None when an interrupt came before calibration finished: then
     nothing is interesting and the engine is already stopped.
@@ -103,7 +112,10 @@ class CalibratedRun:
     engine: Engine
     spec: TestSpec
     reference: Outcome | None
+    oracle: Oracle
+    cache: GitVerdictCache
     interrupted: bool = False
+    verified: bool = False
 
     def is_interesting(self, outcome: Outcome) -> bool:
         return self.reference is not None and self.spec.is_interesting(self.reference, outcome)
@@ -120,7 +132,8 @@ def calibrated_run(
 ) -> Iterator[CalibratedRun]:
     """Verdict cache, calibration of the originals, oracle and engine for one reduction.
 
-    The engine switches off the passes named in `skipped_passes` (see `run_pass`).
+    The engine switches off the passes named in `skipped_passes` (see `run_pass`)
+    and judges each candidate by `spec.repeat` runs (`oracle/repeat.py`).
 
     Ctrl-C or SIGTERM (see `interrupts`) or a closed oracle inside the block only
     mark the run interrupted, so the caller still writes and records the best
@@ -128,7 +141,9 @@ def calibrated_run(
     yields the run interrupted, with no reference and the engine stopped: the
     mode's body then stops at its first test, and the originals are what it
     writes. The oracle's processes are gone when the block ends, and the cache
-    is saved after them; an interrupt while it saves waits for it.
+    is saved after them; an interrupt while it saves waits for it. Cached
+    verdicts from elsewhere that a run here contradicted are reported once, as a
+    warning.
     """
     with deferred() as interrupts, interrupts.stopping(stop_all), ExitStack() as caches:
         calibration_started = time.monotonic()
@@ -136,19 +151,21 @@ def calibrated_run(
         reference: Outcome | None = None
         if not interrupts.requested:
             with suppress(Interrupted):
-                spec, reference = _calibrate(store, spec, warnings, calibrate, caches, cache)
+                spec, reference, cache = _calibrate(store, spec, warnings, calibrate, caches, cache)
         calibration_seconds = time.monotonic() - calibration_started
         with Oracle(spec, jobs) as oracle:
             run: CalibratedRun
             engine = Engine(
-                cache.recording(oracle.run),
+                cache.recording(repeated(oracle.run, spec)),
                 lambda outcome: run.is_interesting(outcome),
                 jobs=jobs,
                 cache=cache,
                 skipped_passes=skipped_passes,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
-            run = CalibratedRun(engine, spec, reference, interrupted=reference is None)
+            run = CalibratedRun(
+                engine, spec, reference, oracle, cache, interrupted=reference is None
+            )
             if reference is None:
                 engine.stop()
             try:
@@ -159,6 +176,13 @@ def calibrated_run(
             finally:
                 oracle.close()
                 engine.close()
+                if engine.stats.contradicted:
+                    count = engine.stats.contradicted
+                    warnings.append(
+                        f"{count} cached verdict{'s' if count > 1 else ''} from elsewhere "
+                        f"{'were' if count > 1 else 'was'} contradicted by local runs; the "
+                        "result is based on local runs only"
+                    )
 
 
 def _calibrate(
@@ -168,9 +192,10 @@ def _calibrate(
     calibrate: Calibrate,
     caches: ExitStack,
     cache: GitVerdictCache,
-) -> tuple[TestSpec, Outcome]:
+) -> tuple[TestSpec, Outcome, GitVerdictCache]:
+    """The calibrated spec, the original's outcome and the cache keyed by that spec."""
     try:
-        return calibrate(spec, cache)
+        return (*calibrate(spec, cache), cache)
     except MisclassifiedOriginal as without_argument:
         # Scripts written as `test.sh FILE` (C-Reduce adapters, bench cases) get
         # nothing in $1 under the git-bisect-run convention; if they classify the
@@ -187,4 +212,4 @@ def _calibrate(
             f"the test classifies the originals right only with the file as its argument, "
             f"so it runs as: {spec.command}"
         )
-        return spec, reference
+        return spec, reference, cache

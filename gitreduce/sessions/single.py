@@ -31,6 +31,7 @@ from gitreduce.sessions.run import (
     resolve_grammar,
     run_figures,
 )
+from gitreduce.sessions.verify import backed_off, settle
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class SingleSettings:
     any_failure: bool = False
     output: Path | None = None
     skip_passes: tuple[str, ...] = ()  # pass names or labels switched off (see `run_pass`)
+    repeat: int = 1  # runs per candidate, judged by their majority
 
 
 @dataclass
@@ -63,6 +65,7 @@ class Summary:
     stats: Stats
     wall_seconds: float
     interrupted: bool = False
+    verified: bool = False  # the result stood its re-verification alone (see sessions/verify.py)
     warnings: list[str] = field(default_factory=list)
     test: str = ""  # the command as it ran (see `calibrated_run`)
     branch: str | None = None
@@ -120,7 +123,15 @@ def reduce_file(
         timeout=settings.timeout,
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
+        repeat=settings.repeat,
     )
+    accepted = [original]  # every text taken as the best, to walk back along
+
+    def on_change(current: Current) -> None:
+        accepted.append(current.text)
+        if progress is not None:
+            progress(current)
+
     with calibrated_run(
         store,
         spec,
@@ -129,11 +140,15 @@ def reduce_file(
         lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
         settings.skip_passes,
     ) as run:
-        current = Current(original, run.engine, syntax, progress)
+        current = Current(original, run.engine, syntax, on_change)
         before_tokens = current.tokens
         if progress is not None:
             progress(current)
         reduce_program(current)
+        settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
+        if settled.back:
+            current = Current(settled.result, run.engine, syntax)
+            warnings.append(backed_off(settled, f"{current.tokens} tokens"))
     settings = replace(settings, test=run.spec.command)
     if output is not None:
         output.write_bytes(current.text)
@@ -170,6 +185,7 @@ def reduce_file(
         stats=run.engine.stats,
         wall_seconds=time.monotonic() - started,
         interrupted=run.interrupted,
+        verified=run.verified,
         warnings=warnings,
         test=settings.test,
         branch=branch,

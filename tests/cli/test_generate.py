@@ -116,7 +116,8 @@ def test_listing1_through_the_cli(workdir: Path, strategy: str, alignment: str) 
     assert summary["bytes_before"] == 8 and summary["bytes_after"] == 4
     assert summary["decisions_before"] == 4 and summary["decisions_after"] == 2
     assert summary["strategy"] == strategy and summary["alignment"] == alignment
-    assert 0 < summary["tests_run"] <= 4
+    assert summary["verified"] is True  # by three runs alone, on top of at most four tests
+    assert 3 < summary["tests_run"] <= 4 + 3
     assert "reduced: 8 → 4 bytes" in stderr
 
 
@@ -135,6 +136,23 @@ def test_the_pass_profile(workdir: Path) -> None:
     assert code == 0, stderr
     assert stdout.startswith("passes") and stderr == ""
     assert set(labels) <= {line.split()[0] for line in stdout.splitlines()[4:] if line.strip()}
+
+
+def test_repeat_judges_the_generated_inputs_by_the_majority(workdir: Path) -> None:
+    """`--repeat 3` with a test that is bad twice in three runs on an input with a 'c'."""
+    write(workdir / "listing1.py", LISTING1)
+    flaky = (
+        f'n=$(cat "{workdir / "n"}" 2>/dev/null || echo 0); echo $((n + 1)) > "{workdir / "n"}"; '
+        "[ $((n % 3)) -eq 2 ] && exit 0; " + HAS_C
+    )
+    code, _, stderr = invoke("listing1.py:gen", "--seed", "26524", "--test", flaky, "-j", "1")
+    assert code == 2 and "error: generated at seed 26524: the test is flaky" in stderr
+    (workdir / "n").unlink()
+    args = ["listing1.py:gen", "--seed", "26524", "--test", flaky, "--output", "out.txt"]
+    code, stdout, stderr = invoke(*args, "--repeat", "3", "-j", "1", "--json")
+    assert code == 0, stderr
+    assert (workdir / "out.txt").read_bytes() == b"c\nc\n"
+    assert json.loads(stdout)["verified"] is True
 
 
 def test_printed_output_and_the_default_names(workdir: Path) -> None:

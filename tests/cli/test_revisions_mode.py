@@ -455,7 +455,9 @@ def test_patch_applies_with_git_am_onto_the_reduced_seed(reduced, tmp_path):
     )
 
 
-def test_clone_that_fetched_the_cache_runs_no_test(reduced, tmp_path):
+def test_clone_that_fetched_the_cache_runs_only_the_confirmations(reduced, tmp_path):
+    """Fetched verdicts save every rejected candidate's test; what accepts a candidate, the
+    originals and the result's re-verification run in the clone once, and then never again."""
     clone = tmp_path / "clone"
     git("clone", "-q", reduced["repo"], clone, cwd=tmp_path)
     assert git("for-each-ref", "refs/reduce", cwd=clone) == ""  # not fetched by default
@@ -470,10 +472,24 @@ def test_clone_that_fetched_the_cache_runs_no_test(reduced, tmp_path):
             log=log,
         )
     )
-    assert summary["tests_run"] == 0
-    assert started(log) == []
+    assert summary["contradicted"] == 0 and summary["foreign_verdicts_used"] > 0
+    # With --jobs 2, a confirmation may run next to one speculative run the origin never made.
+    confirming = summary["confirmations"] + summary["tests_by_pass"]["verify"]
+    assert confirming <= summary["tests_run"] <= confirming + summary["confirmations"]
+    assert summary["tests_run"] < reduced["summary"]["tests_run"]
     origin_branch = reduced["summary"]["branch"]
     assert blob_ids(clone, summary["branch"]) == blob_ids(reduced["repo"], origin_branch)
+    again_log = tmp_path / "again.log"
+    again = succeeded(
+        run_cli(
+            *reduce_args(f"{reduced['good']}..{reduced['bad']}", "--force"),
+            cwd=clone,
+            home=tmp_path / "home",
+            log=again_log,
+        )
+    )
+    assert again["tests_run"] == 0 and again["confirmations"] == 0
+    assert not again_log.exists() or started(again_log) == []
     fsck_clean(clone)
 
 

@@ -203,6 +203,76 @@ def test_shared_cache_is_used(make_engine):
         engine.close()
 
 
+# --- verdicts from elsewhere ------------------------------------------------------------
+
+FOREIGN_BAD = Outcome(Verdict.BAD, 1, 0.0, local=False)
+FOREIGN_GOOD = Outcome(Verdict.GOOD, 0, 0.0, local=False)
+
+
+def engine_with(cache: MemoryCache, recorder: Recorder, jobs: int = 1) -> Engine:
+    return Engine(recorder, is_bad, jobs=jobs, cache=cache)
+
+
+def test_a_foreign_verdict_may_reject_a_candidate_without_a_test():
+    cache = MemoryCache()
+    cache.put(blob_id(b"a"), FOREIGN_GOOD)
+    recorder = Recorder()
+    engine = engine_with(cache, recorder)
+    try:
+        assert engine.first_success([b"a", b"b!"], smaller_than=100, label="t") == (1, b"b!")
+        assert recorder.started == [b"b!"]
+        assert engine.stats.foreign_used == 1 and engine.stats.confirmations == 0
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_a_foreign_verdict_that_would_accept_is_confirmed_by_a_run_first(jobs):
+    cache = MemoryCache()
+    cache.put(blob_id(b"a!"), FOREIGN_BAD)  # true
+    recorder = Recorder()
+    engine = engine_with(cache, recorder, jobs)
+    try:
+        assert engine.first_success([b"a!"], smaller_than=100, label="t") == (0, b"a!")
+        assert recorder.started == [b"a!"]
+        assert engine.stats.confirmations == 1 and engine.stats.contradicted == 0
+        confirmed = cache.get(blob_id(b"a!"))
+        assert confirmed is not None and confirmed.local  # the local verdict replaced it
+        assert engine.first_success([b"a!"], smaller_than=100, label="t") == (0, b"a!")
+        assert recorder.started == [b"a!"] and engine.stats.cache_hits == 1
+    finally:
+        engine.close()
+
+
+def test_a_contradicted_foreign_verdict_ends_the_trust_in_foreign_verdicts():
+    """A lie that would accept is caught by its confirmation; from then on a foreign
+    rejection is not believed either."""
+    cache = MemoryCache()
+    cache.put(blob_id(b"a"), FOREIGN_BAD)  # a lie: a is good
+    cache.put(blob_id(b"b!"), FOREIGN_GOOD)  # a lie: b! is bad
+    recorder = Recorder()
+    engine = engine_with(cache, recorder)
+    try:
+        assert engine.first_success([b"a", b"b!"], smaller_than=100, label="t") == (1, b"b!")
+        assert recorder.started == [b"a", b"b!"]
+        assert engine.stats.contradicted == 2 and engine.stats.foreign_used == 0
+    finally:
+        engine.close()
+
+
+def test_a_single_check_confirms_any_foreign_verdict():
+    cache = MemoryCache()
+    cache.put(blob_id(b"a!"), FOREIGN_GOOD)  # would decide a bisection step: not taken
+    recorder = Recorder()
+    engine = engine_with(cache, recorder)
+    try:
+        assert engine.test(b"a!").verdict is Verdict.BAD
+        assert recorder.started == [b"a!"]
+        assert engine.stats.confirmations == 1 and engine.stats.contradicted == 1
+    finally:
+        engine.close()
+
+
 def test_precheck_rejection_without_a_run(make_engine):
     recorder = Recorder()
     engine = make_engine(recorder, jobs=2)

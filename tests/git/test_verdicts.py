@@ -4,6 +4,8 @@ background checkpoints, on real repositories."""
 from __future__ import annotations
 
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pygit2
@@ -155,3 +157,86 @@ def test_threads_and_background_checkpoints(bare):
 def test_the_fingerprint_must_be_hex(bare):
     with pytest.raises(ValueError):
         GitVerdictCache(bare, "../../heads/main")
+
+
+# -- provenance ---------------------------------------------------------------------------
+
+
+def test_verdicts_fetched_by_a_clone_are_foreign_there_and_local_here(tmp_path):
+    origin = make_user_repo(tmp_path / "origin")
+    cache = quiet_cache(pygit2.Repository(str(origin)))
+    cache.put(cache.remember(b"shared"), outcome_for(1))
+    cache.close()
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    git(clone, "fetch", "-q", "origin", "refs/reduce/*:refs/reduce/*")
+    fetched = quiet_cache(pygit2.Repository(str(clone)))
+    there = fetched.get(blob_id(b"shared"))
+    assert there == outcome_for(1) and there is not None and not there.local
+    fetched.close()
+    here = quiet_cache(pygit2.Repository(str(origin))).get(blob_id(b"shared"))
+    assert here is not None and here.local
+
+
+def test_a_local_verdict_supersedes_a_foreign_one_and_stays_so(tmp_path):
+    origin = make_user_repo(tmp_path / "origin")
+    cache = quiet_cache(pygit2.Repository(str(origin)))
+    for index in range(3):
+        cache.put(cache.remember(f"candidate {index}".encode()), outcome_for(0))
+    cache.close()
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    git(clone, "fetch", "-q", "origin", "refs/reduce/*:refs/reduce/*")
+    key = blob_id(b"candidate 1")
+    confirming = quiet_cache(pygit2.Repository(str(clone)), compact_after=1)
+    confirming.put(key, outcome_for(1))  # the confirmation's run said otherwise
+    confirmed = confirming.get(key)
+    assert confirmed == outcome_for(1) and confirmed is not None and confirmed.local
+    confirming.put(key, outcome_for(2))  # a later re-run: the first local verdict stays
+    assert confirming.get(key) == outcome_for(1)
+    confirming.close()  # compacts: the shard keeps the local record, not the foreign one
+    again = quiet_cache(pygit2.Repository(str(clone)))
+    kept = again.get(key)
+    assert kept == outcome_for(1) and kept is not None and kept.local
+    other = again.get(blob_id(b"candidate 0"))
+    assert other is not None and not other.local
+    again.close()
+
+
+def test_a_verdict_confirmed_alone_supersedes_one_made_among_others(bare):
+    cache = quiet_cache(bare)
+    cache.put("a" * 40, outcome_for(1))
+    cache.flush()
+    cache.put("a" * 40, replace(outcome_for(1), solo_runs=3))
+    cache.close()
+    stored = quiet_cache(bare).get("a" * 40)
+    assert stored is not None and stored.solo_runs == 3
+
+
+def test_a_revoked_runs_verdicts_are_ignored_by_later_runs(bare):
+    cache = quiet_cache(bare, checkpoint_seconds=0.0, checkpoint_verdicts=1)
+    cache.put("a" * 40, outcome_for(1))
+    cache.flush()  # sealed into history: stays on the ref, ignored
+    cache.put("b" * 40, outcome_for(1))
+    deadline = time.monotonic() + 10
+    while cache.flushes < 2 and time.monotonic() < deadline:  # checkpointed, not sealed
+        time.sleep(0.01)
+    assert cache.flushes == 2
+    cache.put("c" * 40, outcome_for(1))  # pending: dropped
+    cache.revoke_run()
+    cache.put("d" * 40, outcome_for(0))  # saved as a new run's
+    cache.close()
+    later = quiet_cache(bare)
+    assert [later.get(key * 40) for key in "abc"] == [None, None, None]
+    survivor = later.get("d" * 40)
+    assert survivor == outcome_for(0) and survivor is not None and survivor.local
+    later.close()
+
+    def on_the_ref(key: str) -> bool:
+        found = git(
+            Path(bare.path), "grep", "-q", key * 40, CACHE_REF_PREFIX + FINGERPRINT, check=False
+        )
+        return found.returncode == 0
+
+    # the sealed verdict stays, ignored; the checkpointed one was left out of the seal
+    assert [on_the_ref(key) for key in "abcd"] == [True, False, False, True]

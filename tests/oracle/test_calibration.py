@@ -2,13 +2,14 @@
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from support import script
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Verdict
-from gitreduce.oracle.calibration import calibrate
+from gitreduce.oracle.calibration import MAX_RUNS, calibrate
 from gitreduce.oracle.spec import TestSpec
 
 
@@ -56,27 +57,83 @@ def test_calibrate_hints_at_dot_slash(tmp_path, monkeypatch):
         calibrate(TestSpec("t.sh {}", "v.c"), b"", Verdict.BAD)
 
 
-def test_calibrate_detects_a_flaky_test(tmp_path):
+def counting(tmp_path: Path, body: str) -> tuple[str, Path]:
+    """A test script that knows how often it ran before (`$n`, from 0; two runs at once may
+    both see the same) and logs each run in a file whose lines `runs` counts."""
     counter = tmp_path / "counter"
     test = script(
         tmp_path / "t.sh",
-        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"; '
-        "exit $((n % 2))\n",
+        f'echo run >> "{tmp_path / "runs.log"}"\n'
+        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"\n{body}\n',
     )
-    with pytest.raises(UserError, match=r"flaky test: .* classified good then bad; make the test"):
-        calibrate(TestSpec(str(test), "v.c"), b"", Verdict.BAD)
+    return str(test), counter
+
+
+def runs(counter: Path) -> int:
+    return len((counter.parent / "runs.log").read_text().splitlines())
+
+
+def test_calibrate_detects_a_flaky_test(tmp_path):
+    command, _ = counting(tmp_path, "exit $((n % 2))")
+    with pytest.raises(
+        UserError,
+        match=r"^the test is flaky: it classified the original input good, bad in 2 runs; make "
+        r"the test deterministic, or pass --repeat N to judge every candidate by the majority",
+    ):
+        calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_calibrate_runs_a_cheap_test_five_times_and_catches_a_late_disagreement(tmp_path, jobs):
+    """Two agreeing runs are no proof: a test that fails now and then is caught later."""
+    command, counter = counting(tmp_path, "[ $n -lt 2 ] && exit 1; exit 0")
+    with pytest.raises(UserError, match=r"original input bad, bad, (.* )?good in [34] runs"):
+        calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD, jobs=jobs)
+    (tmp_path / "steady").mkdir()
+    steady, counter = counting(tmp_path / "steady", "exit 1")
+    calibrate(TestSpec(steady, "v.c"), b"", Verdict.BAD, jobs=jobs)
+    assert runs(counter) == MAX_RUNS
+
+
+def test_calibrate_runs_a_slow_test_twice_only(tmp_path):
+    command, counter = counting(tmp_path, "sleep 1.1; exit 1")
+    calibrated, _ = calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
+    assert runs(counter) == 2
+    assert calibrated.timeout == 12.0
 
 
 def test_calibrate_detects_a_flaky_signature(tmp_path):
-    counter = tmp_path / "counter"
-    command = (
-        f'n=$(cat "{counter}" 2>/dev/null || echo 0); echo $((n + 1)) > "{counter}"; '
-        'echo "error: attempt $n"; exit 1'
-    )
-    with pytest.raises(UserError, match=r"flaky test: .*'exit 1: error: attempt 0'"):
+    command, counter = counting(tmp_path, 'echo "error: attempt $n"; exit 1')
+    with pytest.raises(
+        UserError,
+        match=r"flaky: .*bad \('exit 1: error: attempt 0'\), bad \('exit 1: error: attempt 1'\) "
+        r"in 2 runs; .*pass a signature pattern or --any-failure, or pass --repeat N",
+    ):
         calibrate(TestSpec(command, "v.c"), b"", Verdict.BAD)
     counter.unlink()
     calibrate(TestSpec(command, "v.c", any_failure=True), b"", Verdict.BAD)
+
+
+def test_repeat_classifies_the_original_by_the_majority(tmp_path):
+    """--repeat 5: bad in four runs of five is bad; runs stop once three agree."""
+    command, counter = counting(tmp_path, "echo 'error: boom' >&2; [ $n -eq 1 ] && exit 0; exit 1")
+    calibrated, outcome = calibrate(TestSpec(command, "v.c", repeat=5), b"", Verdict.BAD)
+    assert outcome.verdict is Verdict.BAD and outcome.signature == "exit 1: error: boom"
+    assert runs(counter) == 4  # bad, good, bad, bad
+    assert calibrated.repeat == 5
+    counter.unlink()
+    with pytest.raises(UserError, match=r"original input is not good .*\(exit 1 in 3 runs\)"):
+        calibrate(TestSpec(command, "v.c", repeat=3), b"", Verdict.GOOD)
+
+
+def test_repeat_refuses_a_test_without_a_majority(tmp_path):
+    command, _ = counting(tmp_path, "exit $((n % 2))")
+    with pytest.raises(
+        UserError,
+        match=r"^the test is flaky even for --repeat 4: it classified the original input good, "
+        r"bad, good, bad, no verdict in a majority of 4 runs$",
+    ):
+        calibrate(TestSpec(command, "v.c", repeat=4), b"", Verdict.BAD)
 
 
 @pytest.mark.parametrize(

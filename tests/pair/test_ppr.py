@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from support import make_engine
 
 from gitreduce.core import edits
+from gitreduce.core.engine import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
@@ -289,3 +290,27 @@ def test_the_side_that_refuses_more_often_is_tested_first() -> None:
     # the first pair asked the variant then the seed; after one seed refusal the seed leads
     assert tested[:2] == [pairs[0].variant, pairs[0].seed]
     assert tested[2:] == [pair.seed for pair in pairs[1:]]
+
+
+def test_a_pair_is_accepted_only_on_local_verdicts() -> None:
+    """Foreign verdicts (from a fetched cache) may reject a pair, never accept one."""
+    tested: list[bytes] = []
+    engine = make_engine(lambda text: b"x = y--" in text, jobs=1, tested=tested)
+    seed, variant = b"int f() { x = y; }\n", b"int f() { x = y--; }\n"
+    current = PairCurrent(
+        PairState.full(Alignment.of(seed, variant, C)),
+        engine,
+        None,
+        lambda outcome: outcome.verdict is Verdict.GOOD,
+        lambda outcome: outcome.verdict is Verdict.BAD,
+    )
+    judge = current.judge((10**6, 10**6))
+    rejected = PairCandidate(seed + b" ", variant + b" ", (0, 1))
+    engine.cache.put(blob_id(rejected.variant), Outcome(Verdict.GOOD, 0, 0.0, local=False))
+    assert judge.quick(rejected) is False and tested == []
+    lied = PairCandidate(seed + b"  ", b"int f() { x = y; }  \n", (0, 2))  # not bad in truth
+    for text, verdict in ((lied.seed, Verdict.GOOD), (lied.variant, Verdict.BAD)):
+        engine.cache.put(blob_id(text), Outcome(verdict, 0, 0.0, local=False))
+    assert judge.quick(lied) is None  # both would accept: neither is taken on trust
+    assert judge.full(lied) is False and tested == [lied.variant]
+    assert engine.stats.confirmations == 1 and engine.stats.contradicted == 1
