@@ -1,7 +1,7 @@
 """`git reduce`: one command-line application, its subcommands, and the exit codes.
 
 `git reduce ARGS` reduces (FILE, GOOD..BAD -- PATH, or --seed/--variant) unless
-its first word names a subcommand (`generate`, `hooks`); a file of that name in
+its first word names a subcommand (`generate`, `count`, `hooks`); a file of that name in
 the current directory is still the one to reduce.
 
 Exit codes: 0 done; 1 internal error; 2 bad input or an unusable test (one-line
@@ -23,6 +23,8 @@ from typer.exceptions import TyperException
 
 from gitreduce import api
 from gitreduce.cli import hooks
+from gitreduce.cli.count import HELP as COUNT_HELP
+from gitreduce.cli.count import count_command
 from gitreduce.cli.generate import HELP as GENERATE_HELP
 from gitreduce.cli.generate import generate_command
 from gitreduce.cli.history import History, chain
@@ -102,6 +104,11 @@ app.command(
     help=GENERATE_HELP,
     short_help="Reduce a generated input by reducing the generator's execution (GReduce).",
 )(generate_command)
+app.command(
+    "count",
+    help=COUNT_HELP,
+    short_help="Count a file's tokens, or a seed's, a variant's and their difference's.",
+)(count_command)
 app.add_typer(
     hooks.app,
     name="hooks",
