@@ -26,6 +26,7 @@ the command and $GITREDUCE_FILE.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -91,7 +92,7 @@ def reduce_file(
         test=test,
         polarity=_polarity(interesting),
         jobs=_jobs(jobs),
-        timeout=timeout,
+        timeout=_timeout(timeout),
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
@@ -136,7 +137,7 @@ def reduce_pair(
         test=test,
         polarity=_polarity(interesting),
         jobs=_jobs(jobs),
-        timeout=timeout,
+        timeout=_timeout(timeout),
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
@@ -191,7 +192,7 @@ def reduce_revisions(
         test=test,
         polarity=_polarity(interesting),
         jobs=_jobs(jobs),
-        timeout=timeout,
+        timeout=_timeout(timeout),
         language=language,
         signature=_signature(signature, any_failure),
         any_failure=any_failure,
@@ -310,6 +311,12 @@ def _jobs(jobs: int | None) -> int:
     if jobs < 1:
         raise UserError(f"jobs must be at least 1, not {jobs}")
     return jobs
+
+
+def _timeout(timeout: float | None) -> float | None:
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise UserError(f"timeout must be a positive number of seconds, not {timeout:g}")
+    return timeout
 
 
 def _signature(signature: str | None, any_failure: bool) -> str | None:

@@ -216,6 +216,11 @@ def test_bad_input_raises_user_error(tmp_path: Path) -> None:
     source.write_bytes(PROGRAM.replace(BUG_FREE, BUG))
     with pytest.raises(gitreduce.UserError, match="jobs"):
         gitreduce.reduce_file(source, str(TEST_SH), jobs=0)
+    for timeout in (-1.0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(gitreduce.UserError, match="positive number of seconds"):
+            gitreduce.reduce_file(source, str(TEST_SH), timeout=timeout)
+    with pytest.raises(gitreduce.UserError, match="not a valid branch name"):
+        gitreduce.reduce_pair(FIGURE1 / "seed.c", FIGURE1 / "variant.c", "false", branch="a..b")
     with pytest.raises(gitreduce.UserError, match="exclude each other"):
         gitreduce.reduce_file(source, str(TEST_SH), signature="x", any_failure=True)
     with pytest.raises(gitreduce.UserError, match="unknown algorithm"):

@@ -185,7 +185,10 @@ def reduce(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Where to write the result (default: NAME.reduced.EXT)."
+            "--output",
+            "-o",
+            help="Where to write the result (default: NAME.reduced.EXT); for a pair, a "
+            "directory (created if need be).",
         ),
     ] = None,
     html: Annotated[
@@ -220,6 +223,8 @@ def reduce(
     skip_passes = skip_pass or []
     with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
+        if html is not None and (html.is_dir() or not html.parent.is_dir()):
+            raise UserError(f"--html {html}: not a file in an existing directory")
         if algorithm not in PAIR_ALGORITHMS:
             raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
         if (seed is None) != (variant is None):
@@ -228,8 +233,8 @@ def reduce(
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
-            if output is not None and not output.is_dir():
-                raise UserError(f"--output {output} must be an existing directory")
+            if output is not None:
+                _require_directory_possible(output)
             pair_progress = PairProgressPrinter(console)
             history = History()
             observe = chain(pair_progress, history)
@@ -333,6 +338,16 @@ def reduce(
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _require_directory_possible(directory: Path) -> None:
+    """`--output DIR` for a pair: an existing directory, or one `write_pair` can create
+    (with its parents), checked before the reduction rather than after it."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"--output {directory}: {existing} exists and is not a directory")
 
 
 def _revisions(targets: list[str]) -> tuple[str, str] | None:

@@ -36,6 +36,7 @@ from gitreduce.cli.options import (
     Signature,
     TestCommand,
     TestTimeout,
+    positive_seconds,
     reported_errors,
     resolve_test,
 )
@@ -105,7 +106,10 @@ def generate_command(
     timeout: TestTimeout = None,
     generator_timeout: Annotated[
         float,
-        typer.Option(help="Seconds the generator may take for the original run."),
+        typer.Option(
+            help="Seconds the generator may take for the original run.",
+            callback=positive_seconds,
+        ),
     ] = DEFAULT_GENERATOR_TIMEOUT,
     signature: Signature = None,
     any_failure: AnyFailure = False,
@@ -128,8 +132,6 @@ def generate_command(
             raise UserError(
                 f"unknown --alignment {alignment!r}; use halt, bypass or realign"
             ) from None
-        if generator_timeout <= 0:
-            raise UserError("--generator-timeout must be positive")
         settings = GenerateSettings(
             generator=gen,
             seed=seed,

@@ -353,6 +353,32 @@ def test_output_in_a_missing_directory(tmp_path):
     check_one_line_error(process, "no/such/dir")
 
 
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--timeout", "-1"], "positive number of seconds, not -1"),
+        (["--timeout", "0"], "positive number of seconds, not 0"),
+        (["--timeout", "nan"], "positive number of seconds, not nan"),
+        (["--timeout", "inf"], "positive number of seconds, not inf"),
+        (["--jobs", "0"], "--jobs"),
+        (["--branch", "a..b"], "'a..b' is not a valid branch name"),
+        (["--patch", "no/such/dir/bug.patch"], "no/such/dir"),
+        (["--patch", "."], "is a directory"),
+        (["--html", "no/such/dir/report.html"], "no/such/dir"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)
+def test_option_values_that_cannot_work_are_refused_before_any_test(tmp_path, option, expected):
+    """Each of these used to run the whole reduction (a timeout of -1 or 0 timed nothing,
+    nan and inf crashed; the branch, patch and report failed only after it)."""
+    cwd = workdir(tmp_path)
+    runs = tmp_path / "runs"
+    counting = script(tmp_path / "counting.sh", f'echo run >> "{runs}"\nexec "{TEST_SH}" "$1"\n')
+    process = run_cli("variant.c", "--test", f"{counting} {{}}", *option, cwd=cwd)
+    check_one_line_error(process, expected)
+    assert not runs.exists()
+
+
 def test_hanging_test_with_timeout(tmp_path):
     cwd = workdir(tmp_path)
     pids = tmp_path / "pids"

@@ -362,6 +362,8 @@ def test_generator_failures_are_one_line_errors(workdir: Path, case: str) -> Non
         (["gen.py", "--seed", "1"], "give exactly one of --test CMD or --interesting CMD"),
         (["gen.py", "--seed", "1", "--test", "x", "--strategy", "bfs"], "unknown --strategy"),
         (["gen.py", "--seed", "1", "--test", "x", "--alignment", "skip"], "unknown --alignment"),
+        (["gen.py", "--seed", "1", "--test", "x", "--timeout", "-1"], "positive number of"),
+        (["gen.py", "--seed", "1", "--test", "x", "--generator-timeout", "nan"], "not nan"),
     ],
 )
 def test_usage_errors(workdir: Path, args: list[str], message: str) -> None:

@@ -438,3 +438,23 @@ def test_missing_seed_file(tmp_path):
         "--seed", "nowhere.c", "--variant", "variant.c", "--test", PAIR / "test.sh", cwd=tmp_path
     )
     check_one_line_error(process, "nowhere.c")
+
+
+def test_output_directory_is_created_with_its_parents(tmp_path):
+    summary, _ = reduce_pair(FIGURE3, tmp_path, "--output", "results/figure3")
+    written = tmp_path / "results" / "figure3"
+    assert summary["seed_output"] == "results/figure3/variant.seed.c"
+    assert status(FIGURE3 / "test.sh", written / "variant.seed.c") == 0
+    assert status(FIGURE3 / "test.sh", written / "variant.variant.c") == 1
+
+
+@pytest.mark.parametrize("output", ["taken", "taken/below"])
+def test_output_that_is_a_file_is_refused_before_any_test(tmp_path, output):
+    cwd = workdir(tmp_path, FIGURE3)
+    (cwd / "taken").write_text("a file\n")
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--test", FIGURE3 / "test.sh",
+        "--output", output, cwd=cwd,
+    )  # fmt: skip
+    check_one_line_error(process, "taken exists and is not a directory")
+    assert not (cwd / "tmp" / "xdg-cache").exists()  # no test ran, no verdict was cached
