@@ -368,7 +368,9 @@ def generate(
     name = name or _default_name(target, settings.seed)
     if "/" in name or name in (".", ".."):
         raise UserError(f"--name {name!r} must be a plain file name")
-    where = settings.output if settings.output is not None else cwd / name
+    # The result branch goes to the repository the command runs in, wherever --output
+    # writes the file (a file outside it must not send the branch to the private cache).
+    where = cwd / name
     store = Store.near(where)
     output = settings.output or (None if store.users else default_output(cwd / name))
     if output is not None and not output.parent.is_dir():

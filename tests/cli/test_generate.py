@@ -237,6 +237,27 @@ def test_inside_a_repository_the_result_is_a_branch(workdir: Path) -> None:
     assert "Generator: listing1.py:gen (seed 26524)" in commit.message
 
 
+def test_with_output_elsewhere_the_branch_is_still_in_the_repository_run_in(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--output` outside the repository writes the file there; the branch stays with the
+    user (it used to go to the private cache repository, out of sight)."""
+    repo = pygit2.init_repository(str(workdir / "repo"), initial_head="main")
+    monkeypatch.chdir(workdir / "repo")
+    write(workdir / "repo" / "listing1.py", LISTING1)
+    output = workdir / "elsewhere" / "word.txt"
+    output.parent.mkdir()
+    code, _, stderr = invoke(
+        "listing1.py:gen", "--seed", "26524", "--test", HAS_C, "--output", str(output), "-q"
+    )
+    assert code == 0, stderr
+    assert output.read_bytes() == b"c\nc\n"
+    commit = repo.revparse_single("reduce/word")
+    assert commit.tree["word.txt"].data == b"c\nc\n"
+    private = workdir / "xdg" / "gitreduce" / "cache.git"
+    assert not private.exists() or "reduce/word" not in pygit2.Repository(str(private)).branches
+
+
 def test_polishing_goes_below_what_the_generator_writes_and_keeps_both(workdir: Path) -> None:
     repo = pygit2.init_repository(str(workdir), initial_head="main")
     write(workdir / "listing1.py", LISTING1)
