@@ -394,6 +394,16 @@ def test_hanging_test_with_timeout(tmp_path):
     assert scratch_dirs(cwd / "tmp") == []
 
 
+def test_a_result_ends_with_a_newline_when_the_original_did(tmp_path):
+    """R's grammar makes a statement's newline a token, which the token pass deletes: the
+    reduced file used to end without one."""
+    (tmp_path / "crash.R").write_bytes(b"y <- 2\nx <- 1/0\n")
+    divides = script(tmp_path / "divides.sh", "grep -q '1/0' \"$1\" && exit 1; exit 0\n")
+    process = run_cli("crash.R", "--test", f"{divides} {{}}", "-o", "out.R", cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    assert (tmp_path / "out.R").read_bytes() == b"1/0\n"
+
+
 def test_quiet_still_reports_errors(tmp_path):
     process = run_cli("nowhere.c", "--test", TEST_SH, "--quiet", cwd=tmp_path)
     check_one_line_error(process, "nowhere.c")
