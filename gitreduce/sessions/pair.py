@@ -150,6 +150,13 @@ def reduce_pair_texts(
         else:
             _isolate(settings.algorithm, current, grammar)
             seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+        seed_out, variant_out = _with_final_newlines(
+            (settings.seed, settings.variant),
+            (seed_out, variant_out),
+            engine,
+            seed_ok,
+            run.is_interesting,
+        )
     if run.interrupted:
         seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     settings = replace(settings, test=run.spec.command)
@@ -199,6 +206,39 @@ def _without_comments(
     ):
         return stripped
     return seed, variant
+
+
+def _with_final_newlines(
+    originals: tuple[bytes, bytes],
+    results: tuple[bytes, bytes],
+    engine: Engine,
+    seed_ok: Callable[[Outcome], bool],
+    variant_ok: Callable[[Outcome], bool],
+) -> tuple[bytes, bytes]:
+    """The pair with the final newline put back where an original had one and its result
+    lost it (a comment that owned it went), when both programs keep their property.
+
+    The pair's passes only shrink it, so this is tried once, here, as
+    `_without_comments` tries its pair: both programs are tested as they will
+    be written. A pair whose results kept their newlines costs no test.
+    """
+    restored = (
+        _with_final_newline(originals[0], results[0]),
+        _with_final_newline(originals[1], results[1]),
+    )
+    if restored == results:
+        return results
+    if variant_ok(engine.test(restored[1], label="newline")) and seed_ok(
+        engine.test(restored[0], label="newline")
+    ):
+        return restored
+    return results
+
+
+def _with_final_newline(original: bytes, result: bytes) -> bytes:
+    if original.endswith(b"\n") and result and not result.endswith(b"\n"):
+        return result + b"\n"
+    return result
 
 
 def _strip_comments(text: bytes, syntax: Syntax) -> bytes:

@@ -458,3 +458,22 @@ def test_output_that_is_a_file_is_refused_before_any_test(tmp_path, output):
     )  # fmt: skip
     check_one_line_error(process, "taken exists and is not a directory")
     assert not (cwd / "tmp" / "xdg-cache").exists()  # no test ran, no verdict was cached
+
+
+def test_a_pair_ends_with_newlines_when_its_originals_did(tmp_path):
+    """A Rust doc comment owns the newline that ends its line: reducing it away used to
+    leave both programs without a final newline."""
+    (tmp_path / "seed.rs").write_bytes(b"fn main() { let y = 2; let x = 1; } /// doc\n")
+    (tmp_path / "variant.rs").write_bytes(b"fn main() { let y = 2; let x = 1/0; } /// doc\n")
+    divides = tmp_path / "divides.sh"
+    divides.write_text("#!/bin/sh\ngrep -q '1/0' \"$1\" && exit 1; exit 0\n")
+    divides.chmod(0o755)
+    process = run_cli(
+        "--seed", "seed.rs", "--variant", "variant.rs", "--test", f"{divides} {{}}",
+        "--output", "out", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    summary = succeeded(process)
+    seed, variant = (tmp_path / "out" / f"variant.{side}.rs" for side in ("seed", "variant"))
+    assert b"1/0" in variant.read_bytes() and b"1/0" not in seed.read_bytes()
+    assert seed.read_bytes().endswith(b"\n") and variant.read_bytes().endswith(b"\n")
+    assert summary["diff_tokens"][1] == 2  # `/` `0`: the newlines changed no token
