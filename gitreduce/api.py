@@ -71,6 +71,7 @@ def reduce_file(
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
     progress: Callable[[Current], None] | None = None,
+    echo: Callable[[str], None] | None = None,
 ) -> Summary:
     """Reduce the file at `path` to a smaller one that still fails `test` the same way.
 
@@ -84,8 +85,11 @@ def reduce_file(
     it may be overwritten, and a file to write the result as a mail-ready patch.
     `skip_passes`: passes switched off, by name (`windows`) or full label
     (`min-commonality/tree`); see `pass_schedules`. `progress` is called with
-    the current best after every improvement. The reduced text is
-    `Summary.result`; `Summary.stats.pass_profile()` is what each pass cost.
+    the current best after every improvement; `echo` (from another thread) with a
+    line saying what the run waits for when the test on the original takes more
+    than two seconds (a hanging test would otherwise be silent until its
+    timeout). The reduced text is `Summary.result`;
+    `Summary.stats.pass_profile()` is what each pass cost.
     """
     settings = SingleSettings(
         path=Path(path),
@@ -99,7 +103,7 @@ def reduce_file(
         output=Path(output) if output is not None else None,
         skip_passes=_skip_passes(skip_passes),
     )
-    return reduce_single_file(settings, progress, _request(branch, force, patch))
+    return reduce_single_file(settings, progress, _request(branch, force, patch), echo)
 
 
 def reduce_pair(
@@ -119,6 +123,7 @@ def reduce_pair(
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
     progress: Callable[[PairCurrent], None] | None = None,
+    echo: Callable[[str], None] | None = None,
 ) -> PairSummary:
     """Reduce a passing `seed` and a failing `variant` together, down to the change that fails.
 
@@ -145,7 +150,7 @@ def reduce_pair(
         skip_passes=_skip_passes(skip_passes),
     )
     store = Store.near(variant_path)
-    return reduce_pair_texts(settings, store, progress, _request(branch, force, patch))
+    return reduce_pair_texts(settings, store, progress, _request(branch, force, patch), echo)
 
 
 def reduce_revisions(
@@ -176,7 +181,8 @@ def reduce_revisions(
     around it as `reduce_pair` does; `PairSummary.first_bad_commit` names it.
     `repository`: a directory in the work tree that `path` is relative to
     (default: the current directory). `echo` receives the bisect's report, one
-    line at a time. The other options are `reduce_pair`'s.
+    line at a time, and what the run waits for as `reduce_file` says. The other
+    options are `reduce_pair`'s.
     """
     algorithm = _algorithm(algorithm)
     where = RevisionSettings(

@@ -221,6 +221,10 @@ def reduce(
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
     skip_passes = skip_pass or []
+
+    def echo(line: str) -> None:
+        console.print(line, highlight=False, markup=False)
+
     with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
         if html is not None and (html.is_dir() or not html.parent.is_dir()):
@@ -256,7 +260,7 @@ def reduce(
                         patch=patch,
                         skip_passes=skip_passes,
                         progress=observe,
-                        echo=lambda line: console.print(line, highlight=False, markup=False),
+                        echo=echo,
                     )
                 else:
                     assert seed is not None and variant is not None
@@ -276,6 +280,7 @@ def reduce(
                         patch=patch,
                         skip_passes=skip_passes,
                         progress=observe,
+                        echo=echo,
                     )
             finally:
                 pair_progress.stop()
@@ -322,6 +327,7 @@ def reduce(
                 patch=patch,
                 skip_passes=skip_passes,
                 progress=chain(progress, history),
+                echo=echo,
             )
         finally:
             progress.stop()

@@ -150,7 +150,12 @@ def generate_command(
             polish=polish,
         )
         request = ResultRequest(branch=branch, force=force, patch=patch)
-        summary = generate(settings, _progress(console), request)
+        summary = generate(
+            settings,
+            _progress(console),
+            request,
+            lambda line: console.print(line, highlight=False, markup=False),
+        )
     print_summary(console, summary)
     if stats and not as_json:
         print_pass_profile(summary.stats)

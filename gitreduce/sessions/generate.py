@@ -38,11 +38,13 @@ from gitreduce.oracle.runner import OracleClosed
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.run import (
+    Echo,
     calibrated_run,
     default_output,
     resolve_grammar,
     run_figures,
     sigterm_as_interrupt,
+    waiting_notice,
 )
 
 DEFAULT_GENERATOR_TIMEOUT = 10.0
@@ -359,8 +361,12 @@ def generate(
     settings: GenerateSettings,
     progress: Progress | None = None,
     result: ResultRequest | None = None,
+    echo: Echo | None = None,
 ) -> GenerateSummary:
-    """Reduce the input the generator makes at `settings.seed` by reducing its execution."""
+    """Reduce the input the generator makes at `settings.seed` by reducing its execution.
+
+    `echo` hears what the run waits for when the test on the generated input is slow.
+    """
     started = time.monotonic()
     cwd = Path.cwd()
     target = parse_target(settings.generator, settings.entry, cwd)
@@ -408,7 +414,10 @@ def generate(
 
         def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
             try:
-                return calibrate_cached(spec, original.output, Verdict.BAD, settings.jobs, cache)
+                with waiting_notice(echo, "the generated input", spec):
+                    return calibrate_cached(
+                        spec, original.output, Verdict.BAD, settings.jobs, cache
+                    )
             except UserError as error:
                 raise UserError(f"generated at seed {settings.seed}: {error}") from None
 

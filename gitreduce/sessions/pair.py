@@ -30,7 +30,13 @@ from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
 from gitreduce.pair.state import PairState
-from gitreduce.sessions.run import calibrated_run, resolve_grammar, run_figures
+from gitreduce.sessions.run import (
+    Echo,
+    calibrated_run,
+    resolve_grammar,
+    run_figures,
+    waiting_notice,
+)
 
 
 @dataclass(frozen=True)
@@ -108,8 +114,12 @@ def reduce_pair_texts(
     store: Store,
     progress: PairProgress | None = None,
     result: ResultRequest | None = None,
+    echo: Echo | None = None,
 ) -> PairSummary:
-    """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C."""
+    """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C.
+
+    `echo` hears what the run waits for when the test on an original is slow.
+    """
     started = time.monotonic()
     if settings.seed == settings.variant:
         raise UserError("the seed and the variant are identical; there is no difference to reduce")
@@ -130,7 +140,7 @@ def reduce_pair_texts(
         spec,
         warnings,
         settings.jobs,
-        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache),
+        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache, echo),
         settings.skip_passes,
     ) as run:
         engine = run.engine
@@ -270,15 +280,22 @@ def seed_verdict(polarity: str) -> Verdict:
 
 
 def calibrate_pair(
-    spec: TestSpec, settings: PairSettings, seed_expected: Verdict, cache: GitVerdictCache
+    spec: TestSpec,
+    settings: PairSettings,
+    seed_expected: Verdict,
+    cache: GitVerdictCache,
+    echo: Echo | None = None,
 ) -> tuple[TestSpec, Outcome]:
-    """Both originals classified (or recalled); the spec timed on the variant."""
+    """Both originals classified (or recalled); the spec timed on the variant. `echo`
+    hears which original the run waits for when its test is slow."""
     try:
-        calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
+        with waiting_notice(echo, "the original seed", spec):
+            calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
     except UserError as error:
         raise type(error)(f"seed: {error}", error.exit_code) from None
     try:
-        return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
+        with waiting_notice(echo, "the original variant", spec):
+            return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
     except UserError as error:
         raise type(error)(f"variant: {error}", error.exit_code) from None
 

@@ -82,7 +82,7 @@ def reduce_revisions(
             variant=read_file_at(repo, sources[1], path),
         )
     settings = replace(settings, sources=tuple(sources))
-    summary = reduce_pair_texts(settings, store, progress, result)
+    summary = reduce_pair_texts(settings, store, progress, result, echo)
     summary.first_bad_commit = sources[1] if revisions.bisect else None
     return summary
 
@@ -103,7 +103,7 @@ def _bisect(
         pair_spec(settings),
         warnings,
         settings.jobs,
-        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache),
+        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache, echo),
     ) as run:
 
         def classify(content: bytes) -> Verdict:

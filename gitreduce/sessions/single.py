@@ -18,17 +18,20 @@ from typing import Literal
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Stats
 from gitreduce.core.errors import UserError
-from gitreduce.core.outcome import Verdict
+from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.run import (
+    Echo,
     calibrated_run,
     default_output,
     read_input,
     resolve_grammar,
     run_figures,
+    waiting_notice,
 )
 
 
@@ -92,8 +95,12 @@ def reduce_file(
     settings: SingleSettings,
     progress: Progress | None = None,
     result: ResultRequest | None = None,
+    echo: Echo | None = None,
 ) -> Summary:
-    """Reduce one file under the test; the result is written even when interrupted."""
+    """Reduce one file under the test; the result is written even when interrupted.
+
+    `echo` hears what the run waits for when the test on the original is slow.
+    """
     started = time.monotonic()
     original = read_input(settings.path)
     store = Store.near(settings.path)
@@ -118,13 +125,13 @@ def reduce_file(
         signature_regex=settings.signature,
         any_failure=settings.any_failure,
     )
+
+    def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
+        with waiting_notice(echo, "the original", spec):
+            return calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache)
+
     with calibrated_run(
-        store,
-        spec,
-        warnings,
-        settings.jobs,
-        lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
-        settings.skip_passes,
+        store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
     ) as run:
         current = Current(original, run.engine, syntax, progress)
         before_tokens = current.tokens

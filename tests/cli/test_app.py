@@ -404,6 +404,20 @@ def test_a_result_ends_with_a_newline_when_the_original_did(tmp_path):
     assert (tmp_path / "out.R").read_bytes() == b"1/0\n"
 
 
+def test_a_test_that_hangs_on_the_original_is_announced_before_its_timeout(tmp_path):
+    """It used to be minutes of silence (the default timeout is 300 s) and then the error."""
+    cwd = workdir(tmp_path)
+    hang = script(tmp_path / "hang.sh", "sleep 60\n")
+    start = time.monotonic()
+    process = run_cli("variant.c", "--test", hang, "--timeout", "5", cwd=cwd, timeout=60)
+    assert time.monotonic() - start < 30
+    assert process.returncode == 2, process.stderr
+    assert process.stderr.splitlines() == [
+        "waiting for the test on the original (timeout 5 s)",
+        "error: the test timed out on the original after 5 s",
+    ]
+
+
 def test_quiet_still_reports_errors(tmp_path):
     process = run_cli("nowhere.c", "--test", TEST_SH, "--quiet", cwd=tmp_path)
     check_one_line_error(process, "nowhere.c")

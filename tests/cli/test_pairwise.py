@@ -477,3 +477,22 @@ def test_a_pair_ends_with_newlines_when_its_originals_did(tmp_path):
     assert b"1/0" in variant.read_bytes() and b"1/0" not in seed.read_bytes()
     assert seed.read_bytes().endswith(b"\n") and variant.read_bytes().endswith(b"\n")
     assert summary["diff_tokens"][1] == 2  # `/` `0`: the newlines changed no token
+
+
+def test_a_test_that_hangs_on_the_variant_is_announced_before_its_timeout(tmp_path):
+    """The seed's test is quick, the variant's hangs: the line says which one it waits for."""
+    cwd = workdir(tmp_path, PAIR)
+    hang = cwd / "hang.sh"
+    hang.write_text(
+        f'#!/bin/sh\ngrep -q \'count++\' "$1" && sleep 60\nexec {PAIR / "test.sh"} "$1"\n'
+    )
+    hang.chmod(0o755)
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--test", f"{hang} {{}}",
+        "--timeout", "5", cwd=cwd, timeout=60,
+    )  # fmt: skip
+    assert process.returncode == 2, process.stderr
+    assert process.stderr.splitlines() == [
+        "waiting for the test on the original variant (timeout 5 s)",
+        "error: variant: the test timed out on the original after 5 s",
+    ]
