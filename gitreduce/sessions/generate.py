@@ -381,6 +381,8 @@ def generate(
     output = settings.output or (None if store.users else default_output(cwd / name))
     if output is not None and not output.parent.is_dir():
         raise UserError(f"cannot write {output}: {output.parent} is not a directory")
+    if output is not None and output.is_dir():
+        raise UserError(f"--output {output} is a directory; give the file to write")
     warnings: list[str] = []
     spec = TestSpec(
         command=settings.test,

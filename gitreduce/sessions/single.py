@@ -109,6 +109,8 @@ def reduce_file(
     output = settings.output or (None if store.users else default_output(settings.path))
     if output is not None and not output.parent.is_dir():
         raise UserError(f"cannot write {output}: {output.parent} is not a directory")
+    if output is not None and output.is_dir():
+        raise UserError(f"--output {output} is a directory; give the file to write")
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
     syntax = Syntax(grammar, original) if grammar else None

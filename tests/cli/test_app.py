@@ -365,6 +365,7 @@ def test_output_in_a_missing_directory(tmp_path):
         (["--patch", "no/such/dir/bug.patch"], "no/such/dir"),
         (["--patch", "."], "is a directory"),
         (["--html", "no/such/dir/report.html"], "no/such/dir"),
+        (["--output", "."], "is a directory; give the file to write"),
     ],
     ids=lambda value: " ".join(value) if isinstance(value, list) else None,
 )

@@ -395,6 +395,14 @@ def test_usage_errors(workdir: Path, args: list[str], message: str) -> None:
     assert "Traceback" not in stderr
 
 
+def test_an_output_that_is_a_directory_is_refused_before_any_test(workdir: Path) -> None:
+    (workdir / "gen.py").write_text("def generate(rng):\n    return str(rng.random())\n")
+    (workdir / "results").mkdir()
+    code, _, stderr = invoke("gen.py", "--seed", "1", "--test", "exit 1", "-o", "results")
+    assert code == 2
+    assert "--output results is a directory" in stderr
+
+
 @pytest.mark.parametrize("case", ["raises", "loops forever", "writes nothing"])
 def test_generator_failures_through_git_reduce(tmp_path: Path, case: str) -> None:
     """The issue's three failures, as `git reduce generate` runs them: a separate process,
