@@ -218,6 +218,11 @@ def test_bad_input_raises_user_error(tmp_path: Path) -> None:
         gitreduce.reduce_file(source, str(TEST_SH), jobs=0)
     with pytest.raises(gitreduce.UserError, match="repeat must be at least 1, not 0"):
         gitreduce.reduce_file(source, str(TEST_SH), repeat=0)
+    for timeout in (-1.0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(gitreduce.UserError, match="positive number of seconds"):
+            gitreduce.reduce_file(source, str(TEST_SH), timeout=timeout)
+    with pytest.raises(gitreduce.UserError, match="not a valid branch name"):
+        gitreduce.reduce_pair(FIGURE1 / "seed.c", FIGURE1 / "variant.c", "false", branch="a..b")
     with pytest.raises(gitreduce.UserError, match="exclude each other"):
         gitreduce.reduce_file(source, str(TEST_SH), signature="x", any_failure=True)
     with pytest.raises(gitreduce.UserError, match="unknown algorithm"):
@@ -265,3 +270,55 @@ def test_the_package_imports_its_exports_lazily() -> None:
         "assert gitreduce.reduce_file.__module__ == 'gitreduce.api'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+ROOT = FIXTURES.parent
+# `tokens.py SEED VARIANT` of the benchmarks' reference counter (benchmarks/tools/tokens.py,
+# run once with tree-sitter 0.26.1, tree-sitter-c 0.24.2, tree-sitter-cpp 0.23.4,
+# tree-sitter-rust 0.24.2): (seed tokens, variant tokens, difference tokens)
+REFERENCE_PAIRS = {
+    "benchmarks/cases/gcc12-pr109392": (5639, 5548, 527),
+    "benchmarks/cases/gxx12-pr109804": (3933, 4025, 190),
+    "benchmarks/cases/rustc195-105238": (2364, 2498, 244),
+    "benchmarks/cases/toy-gcc-pattern": (1175, 1183, 22),
+    "fixtures/pairs/sequence-point": (262, 281, 21),
+    "fixtures/ppr-figure1": (121, 143, 26),
+    "fixtures/ppr-figure3": (92, 89, 21),
+}
+# `tokens.py FILE` of the same counter
+REFERENCE_FILES = {"fixtures/sequence-point/variant.c": 263, "fixtures/generator/gen_c.py": 1415}
+
+
+@pytest.mark.parametrize(("folder", "counts"), REFERENCE_PAIRS.items())
+def test_count_and_diff_tokens_give_the_reference_counters_figures(
+    folder: str, counts: tuple[int, int, int]
+) -> None:
+    (seed,) = (ROOT / folder).glob("seed.*")
+    (variant,) = (ROOT / folder).glob("variant.*")
+    assert (
+        gitreduce.count_tokens(seed),
+        gitreduce.count_tokens(str(variant)),
+        gitreduce.diff_tokens(seed, variant),
+    ) == counts
+    # text given as bytes is parsed with the language named
+    language = "rust" if seed.suffix == ".rs" else "cpp" if seed.suffix == ".cpp" else "c"
+    assert gitreduce.count_tokens(seed.read_bytes(), language) == counts[0]
+    assert gitreduce.diff_tokens(seed.read_bytes(), variant, language=language) == counts[2]
+
+
+@pytest.mark.parametrize(("path", "count"), REFERENCE_FILES.items())
+def test_count_tokens_of_single_files(path: str, count: int) -> None:
+    assert gitreduce.count_tokens(ROOT / path) == count
+
+
+def test_count_tokens_without_a_grammar_counts_words_and_punctuation(tmp_path: Path) -> None:
+    assert gitreduce.count_tokens(b"a+b  c\n") == 4
+    assert gitreduce.count_tokens(b"int x; // c\n", "c") == 3  # comments are no tokens
+    assert gitreduce.diff_tokens(b"a b c", b"a x c") == 2
+    assert gitreduce.diff_tokens(b"", b"") == 0
+    with pytest.raises(gitreduce.UserError, match="no such file"):
+        gitreduce.count_tokens(tmp_path / "missing.c")
+    with pytest.raises(gitreduce.UserError, match="is a directory"):
+        gitreduce.diff_tokens(tmp_path, b"x")
+    with pytest.raises(gitreduce.UserError, match="unknown language 'klingon'"):
+        gitreduce.count_tokens(b"x", "klingon")

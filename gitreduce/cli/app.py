@@ -1,7 +1,7 @@
 """`git reduce`: one command-line application, its subcommands, and the exit codes.
 
 `git reduce ARGS` reduces (FILE, GOOD..BAD -- PATH, or --seed/--variant) unless
-its first word names a subcommand (`generate`, `hooks`); a file of that name in
+its first word names a subcommand (`generate`, `count`, `hooks`); a file of that name in
 the current directory is still the one to reduce.
 
 Exit codes: 0 done; 1 internal error; 2 bad input or an unusable test (one-line
@@ -23,6 +23,8 @@ from typer.exceptions import TyperException
 
 from gitreduce import api
 from gitreduce.cli import hooks
+from gitreduce.cli.count import HELP as COUNT_HELP
+from gitreduce.cli.count import count_command
 from gitreduce.cli.generate import HELP as GENERATE_HELP
 from gitreduce.cli.generate import generate_command
 from gitreduce.cli.history import History, chain
@@ -103,6 +105,11 @@ app.command(
     help=GENERATE_HELP,
     short_help="Reduce a generated input by reducing the generator's execution (GReduce).",
 )(generate_command)
+app.command(
+    "count",
+    help=COUNT_HELP,
+    short_help="Count a file's tokens, or a seed's, a variant's and their difference's.",
+)(count_command)
 app.add_typer(
     hooks.app,
     name="hooks",
@@ -180,7 +187,10 @@ def reduce(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Where to write the result (default: NAME.reduced.EXT)."
+            "--output",
+            "-o",
+            help="Where to write the result (default: NAME.reduced.EXT); for a pair, a "
+            "directory (created if need be).",
         ),
     ] = None,
     html: Annotated[
@@ -213,8 +223,14 @@ def reduce(
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
     skip_passes = skip_pass or []
+
+    def echo(line: str) -> None:
+        console.print(line, highlight=False, markup=False)
+
     with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
+        if html is not None and (html.is_dir() or not html.parent.is_dir()):
+            raise UserError(f"--html {html}: not a file in an existing directory")
         if algorithm not in PAIR_ALGORITHMS:
             raise UserError(f"unknown --algorithm {algorithm!r}; use ppr, dd or dd-empty")
         if (seed is None) != (variant is None):
@@ -223,8 +239,8 @@ def reduce(
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
-            if output is not None and not output.is_dir():
-                raise UserError(f"--output {output} must be an existing directory")
+            if output is not None:
+                _require_directory_possible(output)
             pair_progress = PairProgressPrinter(console)
             history = History()
             observe = chain(pair_progress, history)
@@ -247,7 +263,7 @@ def reduce(
                         patch=patch,
                         skip_passes=skip_passes,
                         progress=observe,
-                        echo=lambda line: console.print(line, highlight=False, markup=False),
+                        echo=echo,
                     )
                 else:
                     assert seed is not None and variant is not None
@@ -268,6 +284,7 @@ def reduce(
                         patch=patch,
                         skip_passes=skip_passes,
                         progress=observe,
+                        echo=echo,
                     )
             finally:
                 pair_progress.stop()
@@ -315,6 +332,7 @@ def reduce(
                 patch=patch,
                 skip_passes=skip_passes,
                 progress=chain(progress, history),
+                echo=echo,
             )
         finally:
             progress.stop()
@@ -331,6 +349,16 @@ def reduce(
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     if summary.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _require_directory_possible(directory: Path) -> None:
+    """`--output DIR` for a pair: an existing directory, or one `write_pair` can create
+    (with its parents), checked before the reduction rather than after it."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"--output {directory}: {existing} exists and is not a directory")
 
 
 def _revisions(targets: list[str]) -> tuple[str, str] | None:

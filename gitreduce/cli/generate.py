@@ -37,6 +37,7 @@ from gitreduce.cli.options import (
     Signature,
     TestCommand,
     TestTimeout,
+    positive_seconds,
     reported_errors,
     resolve_test,
 )
@@ -106,7 +107,10 @@ def generate_command(
     timeout: TestTimeout = None,
     generator_timeout: Annotated[
         float,
-        typer.Option(help="Seconds the generator may take for the original run."),
+        typer.Option(
+            help="Seconds the generator may take for the original run.",
+            callback=positive_seconds,
+        ),
     ] = DEFAULT_GENERATOR_TIMEOUT,
     signature: Signature = None,
     any_failure: AnyFailure = False,
@@ -130,8 +134,6 @@ def generate_command(
             raise UserError(
                 f"unknown --alignment {alignment!r}; use halt, bypass or realign"
             ) from None
-        if generator_timeout <= 0:
-            raise UserError("--generator-timeout must be positive")
         settings = GenerateSettings(
             generator=gen,
             seed=seed,
@@ -151,7 +153,12 @@ def generate_command(
             polish=polish,
         )
         request = ResultRequest(branch=branch, force=force, patch=patch)
-        summary = generate(settings, _progress(console), request)
+        summary = generate(
+            settings,
+            _progress(console),
+            request,
+            lambda line: console.print(line, highlight=False, markup=False),
+        )
     print_summary(console, summary)
     if stats and not as_json:
         print_pass_profile(summary.stats)

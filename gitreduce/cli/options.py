@@ -3,6 +3,7 @@ checks cannot drift apart between `git reduce` and `git reduce generate`."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,9 +26,23 @@ InterestingCommand = Annotated[
 ]
 Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tests run in parallel.")]
 DEFAULT_JOBS = os.cpu_count() or 1
+
+
+def positive_seconds(value: float | None) -> float | None:
+    """A duration option's check: a timeout of -1, 0, nan or inf would not time anything
+    (and nan, inf broke the timeout arithmetic), so it is refused before anything runs."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive number of seconds, not {value:g}")
+    return value
+
+
 TestTimeout = Annotated[
     float | None,
-    typer.Option("--timeout", help="Seconds per test (default: 10x the original's run, >= 1s)."),
+    typer.Option(
+        "--timeout",
+        help="Seconds per test (default: 10x the original's run, >= 1s).",
+        callback=positive_seconds,
+    ),
 ]
 Signature = Annotated[
     str | None,

@@ -30,6 +30,7 @@ from rich.text import Text
 from gitreduce.cli.html import Line, Row, align, marked_lines, marked_pair
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Stats
+from gitreduce.core.errors import UserError
 from gitreduce.sessions.pair import PairSummary
 from gitreduce.sessions.single import Summary
 
@@ -159,12 +160,17 @@ class PairProgressPrinter(_StatusLine):
 
 
 def write_pair(summary: PairSummary, directory: Path) -> tuple[Path, Path]:
-    """The reduced seed and variant as NAME.seed.EXT and NAME.variant.EXT in `directory`."""
+    """The reduced seed and variant as NAME.seed.EXT and NAME.variant.EXT in `directory`,
+    created (with its parents) if need be."""
     name = Path(summary.name)
     seed_path = directory / f"{name.stem}.seed{name.suffix}"
     variant_path = directory / f"{name.stem}.variant{name.suffix}"
-    seed_path.write_bytes(summary.seed)
-    variant_path.write_bytes(summary.variant)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        seed_path.write_bytes(summary.seed)
+        variant_path.write_bytes(summary.variant)
+    except OSError as error:
+        raise UserError(f"cannot write the pair to {directory}: {error.strerror}") from None
     return seed_path, variant_path
 
 

@@ -36,9 +36,17 @@ class Current:
 
     def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
         """Index of the first interesting candidate, which becomes current; None if none is."""
+        return self._first(candidates, len(self.text))
+
+    def try_growth(self, candidate: bytes) -> bool:
+        """Try one candidate that may be larger than the current text: what no deletion can
+        give back (a final newline). It must still parse and be interesting to be taken."""
+        return self._first([candidate], len(candidate) + 1) is not None
+
+    def _first(self, candidates: Iterable[bytes], smaller_than: int) -> int | None:
         precheck = self.syntax.acceptable if self.syntax else None
         found = self.engine.first_success(
-            candidates, smaller_than=len(self.text), label=self.label, precheck=precheck
+            candidates, smaller_than=smaller_than, label=self.label, precheck=precheck
         )
         if found is None:
             return None

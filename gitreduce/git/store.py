@@ -87,11 +87,26 @@ def calibrate_cached(
 
 @dataclass(frozen=True)
 class ResultRequest:
-    """How the user wants the result recorded."""
+    """How the user wants the result recorded.
+
+    A branch name git refuses, or a patch file that cannot be written, is
+    refused here, before the reduction runs, rather than found out after it.
+    """
 
     branch: str | None = None
     force: bool = False
     patch: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.branch is not None and not pygit2.reference_is_valid_name(
+            "refs/heads/" + self.branch
+        ):
+            raise UserError(f"{self.branch!r} is not a valid branch name")
+        if self.patch is not None:
+            if self.patch.is_dir():
+                raise UserError(f"cannot write the patch to {self.patch}: it is a directory")
+            if not self.patch.parent.is_dir():
+                raise UserError(f"cannot write {self.patch}: no directory {self.patch.parent}")
 
 
 def record(

@@ -243,6 +243,11 @@ class SideCurrent(Current, ABC):
         self._accept(found[1])
         return found[0]
 
+    def try_growth(self, candidate: bytes) -> bool:
+        """Refused: the pair's judge takes only smaller pairs, and one side cannot grow on
+        its own; the pair session puts lost final newlines back on both at the end."""
+        return False
+
     def _accept(self, winner: PairCandidate) -> None:
         alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
         self.text = winner.seed if self.side == SEED else winner.variant

@@ -5,8 +5,9 @@ delete a construct with everything tied to it (names, parameters, results,
 brackets), then a token-level ddmin that catches what no grammar rule offers
 (a stray keyword, a qualifier, an operator), then the tree again if anything
 went. Files without a grammar get lines, then tokens. A final tidy
-normalises white space when the test agrees. The contract every pass keeps
-is in docs/passes.md.
+normalises white space when the test agrees, and a final newline that
+deletions took is put back when the test agrees. The contract every pass
+keeps is in docs/passes.md.
 """
 
 from __future__ import annotations
@@ -70,11 +71,13 @@ def _dedent(text: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Program:
-    """What the single-program passes work on: the best text so far, and the stock
-    phrases (a `0`, an `int`) of the original, learnt once before the first pass."""
+    """What the single-program passes work on: the best text so far, the stock
+    phrases (a `0`, an `int`) of the original, learnt once before the first pass,
+    and whether the original ended with a newline."""
 
     current: Current
     original: Catalog | None
+    final_newline: bool
 
     @staticmethod
     def of(current: Current) -> Program:
@@ -82,7 +85,14 @@ class Program:
         if current.parsed is not None and current.syntax is not None:
             original = Catalog(current.syntax.grammar)
             original.learn(current.parsed)
-        return Program(current, original)
+        return Program(current, original, current.text.endswith(b"\n"))
+
+
+def _lost_final_newline(program: Program) -> bool:
+    """Whether deletions took the original's final newline (a `\\n` token of some
+    grammars, or the end of a last line): a result should end like its original."""
+    text = program.current.text
+    return program.final_newline and bool(text) and not text.endswith(b"\n")
 
 
 def sweep(current: Current, original: Catalog) -> bool:
@@ -167,6 +177,12 @@ FINAL: tuple[Pass[Program], ...] = (
         "tidy",
         lambda program: program.current.try_rewrite(tidy),
         "white space normalised (trailing blanks, blank runs, a shared margin), if the test agrees",
+    ),
+    Pass(
+        "newline",
+        lambda program: program.current.try_growth(program.current.text + b"\n"),
+        "the original's final newline put back where deletions took it, if the test agrees",
+        applies=_lost_final_newline,
     ),
 )
 """Passes run once, after the rounds reached their fixpoint."""

@@ -39,10 +39,12 @@ from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
+    Echo,
     calibrated_run,
     default_output,
     resolve_grammar,
     run_figures,
+    waiting_notice,
 )
 from gitreduce.sessions.verify import backed_off, settle
 
@@ -363,8 +365,12 @@ def generate(
     settings: GenerateSettings,
     progress: Progress | None = None,
     result: ResultRequest | None = None,
+    echo: Echo | None = None,
 ) -> GenerateSummary:
-    """Reduce the input the generator makes at `settings.seed` by reducing its execution."""
+    """Reduce the input the generator makes at `settings.seed` by reducing its execution.
+
+    `echo` hears what the run waits for when the test on the generated input is slow.
+    """
     started = time.monotonic()
     cwd = Path.cwd()
     target = parse_target(settings.generator, settings.entry, cwd)
@@ -372,11 +378,15 @@ def generate(
     name = name or _default_name(target, settings.seed)
     if "/" in name or name in (".", ".."):
         raise UserError(f"--name {name!r} must be a plain file name")
-    where = settings.output if settings.output is not None else cwd / name
+    # The result branch goes to the repository the command runs in, wherever --output
+    # writes the file (a file outside it must not send the branch to the private cache).
+    where = cwd / name
     store = Store.near(where)
     output = settings.output or (None if store.users else default_output(cwd / name))
     if output is not None and not output.parent.is_dir():
         raise UserError(f"cannot write {output}: {output.parent} is not a directory")
+    if output is not None and output.is_dir():
+        raise UserError(f"--output {output} is a directory; give the file to write")
     warnings: list[str] = []
     spec = TestSpec(
         command=settings.test,
@@ -411,7 +421,10 @@ def generate(
 
         def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
             try:
-                return calibrate_cached(spec, original.output, Verdict.BAD, settings.jobs, cache)
+                with waiting_notice(echo, "the generated input", spec):
+                    return calibrate_cached(
+                        spec, original.output, Verdict.BAD, settings.jobs, cache
+                    )
             except UserError as error:
                 raise UserError(f"generated at seed {settings.seed}: {error}") from None
 

@@ -31,7 +31,13 @@ from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
 from gitreduce.pair.state import PairState
 from gitreduce.sessions.interrupts import deferring
-from gitreduce.sessions.run import calibrated_run, resolve_grammar, run_figures
+from gitreduce.sessions.run import (
+    Echo,
+    calibrated_run,
+    resolve_grammar,
+    run_figures,
+    waiting_notice,
+)
 from gitreduce.sessions.verify import Settled, backed_off, settle
 
 
@@ -113,8 +119,12 @@ def reduce_pair_texts(
     store: Store,
     progress: PairProgress | None = None,
     result: ResultRequest | None = None,
+    echo: Echo | None = None,
 ) -> PairSummary:
-    """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C."""
+    """Reduce a seed/variant pair (PPR, or the DD baseline); the best pair is kept on Ctrl-C.
+
+    `echo` hears what the run waits for when the test on an original is slow.
+    """
     started = time.monotonic()
     if settings.seed == settings.variant:
         raise UserError("the seed and the variant are identical; there is no difference to reduce")
@@ -143,7 +153,7 @@ def reduce_pair_texts(
         spec,
         warnings,
         settings.jobs,
-        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache),
+        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache, echo),
         settings.skip_passes,
     ) as run:
         engine = run.engine
@@ -163,6 +173,13 @@ def reduce_pair_texts(
         else:
             _isolate(settings.algorithm, current, grammar)
             seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
+        seed_out, variant_out = _with_final_newlines(
+            (settings.seed, settings.variant),
+            (seed_out, variant_out),
+            engine,
+            seed_ok,
+            run.is_interesting,
+        )
         if accepted[-1] != (seed_out, variant_out):
             accepted.append((seed_out, variant_out))
         settled = settle(
@@ -229,6 +246,39 @@ def _without_comments(
     return seed, variant
 
 
+def _with_final_newlines(
+    originals: tuple[bytes, bytes],
+    results: tuple[bytes, bytes],
+    engine: Engine,
+    seed_ok: Callable[[Outcome], bool],
+    variant_ok: Callable[[Outcome], bool],
+) -> tuple[bytes, bytes]:
+    """The pair with the final newline put back where an original had one and its result
+    lost it (a comment that owned it went), when both programs keep their property.
+
+    The pair's passes only shrink it, so this is tried once, here, as
+    `_without_comments` tries its pair: both programs are tested as they will
+    be written. A pair whose results kept their newlines costs no test.
+    """
+    restored = (
+        _with_final_newline(originals[0], results[0]),
+        _with_final_newline(originals[1], results[1]),
+    )
+    if restored == results:
+        return results
+    if variant_ok(engine.test(restored[1], label="newline")) and seed_ok(
+        engine.test(restored[0], label="newline")
+    ):
+        return restored
+    return results
+
+
+def _with_final_newline(original: bytes, result: bytes) -> bytes:
+    if original.endswith(b"\n") and result and not result.endswith(b"\n"):
+        return result + b"\n"
+    return result
+
+
 def _strip_comments(text: bytes, syntax: Syntax) -> bytes:
     spans = []
     pending = [syntax.parse(text).tree.root_node]
@@ -259,15 +309,22 @@ def seed_verdict(polarity: str) -> Verdict:
 
 
 def calibrate_pair(
-    spec: TestSpec, settings: PairSettings, seed_expected: Verdict, cache: GitVerdictCache
+    spec: TestSpec,
+    settings: PairSettings,
+    seed_expected: Verdict,
+    cache: GitVerdictCache,
+    echo: Echo | None = None,
 ) -> tuple[TestSpec, Outcome]:
-    """Both originals classified (or recalled); the spec timed on the variant."""
+    """Both originals classified (or recalled); the spec timed on the variant. `echo`
+    hears which original the run waits for when its test is slow."""
     try:
-        calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
+        with waiting_notice(echo, "the original seed", spec):
+            calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
     except UserError as error:
         raise type(error)(f"seed: {error}", error.exit_code) from None
     try:
-        return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
+        with waiting_notice(echo, "the original variant", spec):
+            return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
     except UserError as error:
         raise type(error)(f"variant: {error}", error.exit_code) from None
 

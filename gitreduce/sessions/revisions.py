@@ -88,7 +88,7 @@ def reduce_revisions(
             variant=read_file_at(repo, sources[1], path),
         )
     settings = replace(settings, sources=tuple(sources))
-    summary = reduce_pair_texts(settings, store, progress, result)
+    summary = reduce_pair_texts(settings, store, progress, result, echo)
     summary.first_bad_commit = sources[1] if found is not None else None
     return summary
 
@@ -111,7 +111,7 @@ def _bisect(
         pair_spec(settings),
         warnings,
         settings.jobs,
-        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache),
+        lambda spec, cache: calibrate_pair(spec, settings, seed_expected, cache, echo),
     ) as run:
 
         def classify(content: bytes) -> Verdict:

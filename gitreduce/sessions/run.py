@@ -9,6 +9,7 @@ summary reports. Every problem the user can fix surfaces as a `UserError`.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
@@ -23,7 +24,7 @@ from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.oracle.repeat import repeated
-from gitreduce.oracle.runner import Oracle, stop_all
+from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, Oracle, stop_all
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions.interrupts import deferred
 
@@ -97,6 +98,34 @@ def default_output(path: Path) -> Path:
 
 
 Calibrate = Callable[[TestSpec, GitVerdictCache], tuple[TestSpec, Outcome]]
+Echo = Callable[[str], None]
+
+# how long the test on an original may take before the run says what it is waiting for
+WAIT_NOTICE_SECONDS = 2.0
+
+
+@contextmanager
+def waiting_notice(echo: Echo | None, what: str, spec: TestSpec) -> Iterator[None]:
+    """Tell `echo`, once, what the run waits for when the test on `what` (an original)
+    takes longer than `WAIT_NOTICE_SECONDS`.
+
+    Before calibration there is no progress to show; a test that hangs on an
+    original would otherwise mean minutes of silence before its timeout.
+    `echo` is called from a timer thread; a cached original, or a timeout too
+    short for a wait to matter, calls nothing.
+    """
+    timeout = spec.timeout or PROVISIONAL_TIMEOUT
+    if echo is None or timeout <= WAIT_NOTICE_SECONDS:
+        yield
+        return
+    line = f"waiting for the test on {what} (timeout {timeout:g} s)"
+    timer = threading.Timer(WAIT_NOTICE_SECONDS, echo, [line])
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 @dataclass

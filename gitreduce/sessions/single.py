@@ -18,18 +18,21 @@ from typing import Literal
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Stats
 from gitreduce.core.errors import UserError
-from gitreduce.core.outcome import Verdict
+from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
+    Echo,
     calibrated_run,
     default_output,
     read_input,
     resolve_grammar,
     run_figures,
+    waiting_notice,
 )
 from gitreduce.sessions.verify import backed_off, settle
 
@@ -97,9 +100,13 @@ def reduce_file(
     settings: SingleSettings,
     progress: Progress | None = None,
     result: ResultRequest | None = None,
+    echo: Echo | None = None,
 ) -> Summary:
     """Reduce one file under the test; the result is written even when interrupted
-    (the original itself, if the interrupt came before the test was calibrated)."""
+    (the original itself, if the interrupt came before the test was calibrated).
+
+    `echo` hears what the run waits for when the test on the original is slow.
+    """
     started = time.monotonic()
     original = read_input(settings.path)
     store = Store.near(settings.path)
@@ -108,6 +115,8 @@ def reduce_file(
     output = settings.output or (None if store.users else default_output(settings.path))
     if output is not None and not output.parent.is_dir():
         raise UserError(f"cannot write {output}: {output.parent} is not a directory")
+    if output is not None and output.is_dir():
+        raise UserError(f"--output {output} is a directory; give the file to write")
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
     syntax = Syntax(grammar, original) if grammar else None
@@ -132,13 +141,12 @@ def reduce_file(
         if progress is not None:
             progress(current)
 
+    def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
+        with waiting_notice(echo, "the original", spec):
+            return calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache)
+
     with calibrated_run(
-        store,
-        spec,
-        warnings,
-        settings.jobs,
-        lambda spec, cache: calibrate_cached(spec, original, Verdict.BAD, settings.jobs, cache),
-        settings.skip_passes,
+        store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
     ) as run:
         current = Current(original, run.engine, syntax, on_change)
         before_tokens = current.tokens

@@ -353,6 +353,33 @@ def test_output_in_a_missing_directory(tmp_path):
     check_one_line_error(process, "no/such/dir")
 
 
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        (["--timeout", "-1"], "positive number of seconds, not -1"),
+        (["--timeout", "0"], "positive number of seconds, not 0"),
+        (["--timeout", "nan"], "positive number of seconds, not nan"),
+        (["--timeout", "inf"], "positive number of seconds, not inf"),
+        (["--jobs", "0"], "--jobs"),
+        (["--branch", "a..b"], "'a..b' is not a valid branch name"),
+        (["--patch", "no/such/dir/bug.patch"], "no/such/dir"),
+        (["--patch", "."], "is a directory"),
+        (["--html", "no/such/dir/report.html"], "no/such/dir"),
+        (["--output", "."], "is a directory; give the file to write"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)
+def test_option_values_that_cannot_work_are_refused_before_any_test(tmp_path, option, expected):
+    """Each of these used to run the whole reduction (a timeout of -1 or 0 timed nothing,
+    nan and inf crashed; the branch, patch and report failed only after it)."""
+    cwd = workdir(tmp_path)
+    runs = tmp_path / "runs"
+    counting = script(tmp_path / "counting.sh", f'echo run >> "{runs}"\nexec "{TEST_SH}" "$1"\n')
+    process = run_cli("variant.c", "--test", f"{counting} {{}}", *option, cwd=cwd)
+    check_one_line_error(process, expected)
+    assert not runs.exists()
+
+
 def test_hanging_test_with_timeout(tmp_path):
     cwd = workdir(tmp_path)
     pids = tmp_path / "pids"
@@ -366,6 +393,30 @@ def test_hanging_test_with_timeout(tmp_path):
     for pid in map(int, pids.read_text().split()):
         assert wait_dead(pid), f"test process {pid} survived"
     assert scratch_dirs(cwd / "tmp") == []
+
+
+def test_a_result_ends_with_a_newline_when_the_original_did(tmp_path):
+    """R's grammar makes a statement's newline a token, which the token pass deletes: the
+    reduced file used to end without one."""
+    (tmp_path / "crash.R").write_bytes(b"y <- 2\nx <- 1/0\n")
+    divides = script(tmp_path / "divides.sh", "grep -q '1/0' \"$1\" && exit 1; exit 0\n")
+    process = run_cli("crash.R", "--test", f"{divides} {{}}", "-o", "out.R", cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    assert (tmp_path / "out.R").read_bytes() == b"1/0\n"
+
+
+def test_a_test_that_hangs_on_the_original_is_announced_before_its_timeout(tmp_path):
+    """It used to be minutes of silence (the default timeout is 300 s) and then the error."""
+    cwd = workdir(tmp_path)
+    hang = script(tmp_path / "hang.sh", "sleep 60\n")
+    start = time.monotonic()
+    process = run_cli("variant.c", "--test", hang, "--timeout", "5", cwd=cwd, timeout=60)
+    assert time.monotonic() - start < 30
+    assert process.returncode == 2, process.stderr
+    assert process.stderr.splitlines() == [
+        "waiting for the test on the original (timeout 5 s)",
+        "error: the test timed out on the original after 5 s",
+    ]
 
 
 def test_quiet_still_reports_errors(tmp_path):

@@ -257,6 +257,27 @@ def test_inside_a_repository_the_result_is_a_branch(workdir: Path) -> None:
     assert "Generator: listing1.py:gen (seed 26524)" in commit.message
 
 
+def test_with_output_elsewhere_the_branch_is_still_in_the_repository_run_in(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--output` outside the repository writes the file there; the branch stays with the
+    user (it used to go to the private cache repository, out of sight)."""
+    repo = pygit2.init_repository(str(workdir / "repo"), initial_head="main")
+    monkeypatch.chdir(workdir / "repo")
+    write(workdir / "repo" / "listing1.py", LISTING1)
+    output = workdir / "elsewhere" / "word.txt"
+    output.parent.mkdir()
+    code, _, stderr = invoke(
+        "listing1.py:gen", "--seed", "26524", "--test", HAS_C, "--output", str(output), "-q"
+    )
+    assert code == 0, stderr
+    assert output.read_bytes() == b"c\nc\n"
+    commit = repo.revparse_single("reduce/word")
+    assert commit.tree["word.txt"].data == b"c\nc\n"
+    private = workdir / "xdg" / "gitreduce" / "cache.git"
+    assert not private.exists() or "reduce/word" not in pygit2.Repository(str(private)).branches
+
+
 def test_polishing_goes_below_what_the_generator_writes_and_keeps_both(workdir: Path) -> None:
     repo = pygit2.init_repository(str(workdir), initial_head="main")
     write(workdir / "listing1.py", LISTING1)
@@ -382,6 +403,8 @@ def test_generator_failures_are_one_line_errors(workdir: Path, case: str) -> Non
         (["gen.py", "--seed", "1"], "give exactly one of --test CMD or --interesting CMD"),
         (["gen.py", "--seed", "1", "--test", "x", "--strategy", "bfs"], "unknown --strategy"),
         (["gen.py", "--seed", "1", "--test", "x", "--alignment", "skip"], "unknown --alignment"),
+        (["gen.py", "--seed", "1", "--test", "x", "--timeout", "-1"], "positive number of"),
+        (["gen.py", "--seed", "1", "--test", "x", "--generator-timeout", "nan"], "not nan"),
     ],
 )
 def test_usage_errors(workdir: Path, args: list[str], message: str) -> None:
@@ -390,6 +413,14 @@ def test_usage_errors(workdir: Path, args: list[str], message: str) -> None:
     assert code == 2
     assert message in stderr
     assert "Traceback" not in stderr
+
+
+def test_an_output_that_is_a_directory_is_refused_before_any_test(workdir: Path) -> None:
+    (workdir / "gen.py").write_text("def generate(rng):\n    return str(rng.random())\n")
+    (workdir / "results").mkdir()
+    code, _, stderr = invoke("gen.py", "--seed", "1", "--test", "exit 1", "-o", "results")
+    assert code == 2
+    assert "--output results is a directory" in stderr
 
 
 @pytest.mark.parametrize("case", ["raises", "loops forever", "writes nothing"])

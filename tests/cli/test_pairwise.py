@@ -438,3 +438,61 @@ def test_missing_seed_file(tmp_path):
         "--seed", "nowhere.c", "--variant", "variant.c", "--test", PAIR / "test.sh", cwd=tmp_path
     )
     check_one_line_error(process, "nowhere.c")
+
+
+def test_output_directory_is_created_with_its_parents(tmp_path):
+    summary, _ = reduce_pair(FIGURE3, tmp_path, "--output", "results/figure3")
+    written = tmp_path / "results" / "figure3"
+    assert summary["seed_output"] == "results/figure3/variant.seed.c"
+    assert status(FIGURE3 / "test.sh", written / "variant.seed.c") == 0
+    assert status(FIGURE3 / "test.sh", written / "variant.variant.c") == 1
+
+
+@pytest.mark.parametrize("output", ["taken", "taken/below"])
+def test_output_that_is_a_file_is_refused_before_any_test(tmp_path, output):
+    cwd = workdir(tmp_path, FIGURE3)
+    (cwd / "taken").write_text("a file\n")
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--test", FIGURE3 / "test.sh",
+        "--output", output, cwd=cwd,
+    )  # fmt: skip
+    check_one_line_error(process, "taken exists and is not a directory")
+    assert not (cwd / "tmp" / "xdg-cache").exists()  # no test ran, no verdict was cached
+
+
+def test_a_pair_ends_with_newlines_when_its_originals_did(tmp_path):
+    """A Rust doc comment owns the newline that ends its line: reducing it away used to
+    leave both programs without a final newline."""
+    (tmp_path / "seed.rs").write_bytes(b"fn main() { let y = 2; let x = 1; } /// doc\n")
+    (tmp_path / "variant.rs").write_bytes(b"fn main() { let y = 2; let x = 1/0; } /// doc\n")
+    divides = tmp_path / "divides.sh"
+    divides.write_text("#!/bin/sh\ngrep -q '1/0' \"$1\" && exit 1; exit 0\n")
+    divides.chmod(0o755)
+    process = run_cli(
+        "--seed", "seed.rs", "--variant", "variant.rs", "--test", f"{divides} {{}}",
+        "--output", "out", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    summary = succeeded(process)
+    seed, variant = (tmp_path / "out" / f"variant.{side}.rs" for side in ("seed", "variant"))
+    assert b"1/0" in variant.read_bytes() and b"1/0" not in seed.read_bytes()
+    assert seed.read_bytes().endswith(b"\n") and variant.read_bytes().endswith(b"\n")
+    assert summary["diff_tokens"][1] == 2  # `/` `0`: the newlines changed no token
+
+
+def test_a_test_that_hangs_on_the_variant_is_announced_before_its_timeout(tmp_path):
+    """The seed's test is quick, the variant's hangs: the line says which one it waits for."""
+    cwd = workdir(tmp_path, PAIR)
+    hang = cwd / "hang.sh"
+    hang.write_text(
+        f'#!/bin/sh\ngrep -q \'count++\' "$1" && sleep 60\nexec {PAIR / "test.sh"} "$1"\n'
+    )
+    hang.chmod(0o755)
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--test", f"{hang} {{}}",
+        "--timeout", "5", cwd=cwd, timeout=60,
+    )  # fmt: skip
+    assert process.returncode == 2, process.stderr
+    assert process.stderr.splitlines() == [
+        "waiting for the test on the original variant (timeout 5 s)",
+        "error: variant: the test timed out on the original after 5 s",
+    ]

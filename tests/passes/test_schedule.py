@@ -208,6 +208,42 @@ def test_original_left_unchanged_when_nothing_can_go():
     assert result.accepted == []
 
 
+# --- the final newline -------------------------------------------------------------------
+
+# R's grammar makes the newline ending a statement a token of its own, so the token pass
+# deletes the file's last one like any other token
+R_PROGRAM = b"y <- 2\nx <- 1/0\n"
+
+
+def test_a_final_newline_deletions_took_is_put_back_when_the_test_agrees():
+    result = reduce_text(R_PROGRAM, "r", lambda text: b"1/0" in text)
+    assert result.text == b"1/0\n"
+    assert result.passes[-1] == "newline"
+    assert b"1/0" in result.accepted  # what the deletions left, before the newline came back
+
+
+def test_a_final_newline_the_test_refuses_stays_away():
+    def predicate(text: bytes) -> bool:  # the bug shows only without a final newline here
+        return b"1/0" in text and (text == R_PROGRAM or not text.endswith(b"\n"))
+
+    result = reduce_text(R_PROGRAM, "r", predicate)
+    assert result.text == b"1/0"
+    assert b"1/0\n" in result.tested  # tried, refused
+
+
+@pytest.mark.parametrize("name", ["c-pattern", "python-call"])
+def test_a_result_that_ends_with_a_newline_costs_no_test_more(reductions, name):
+    result = reductions(name, 1)
+    assert result.text.endswith(b"\n")
+    assert "newline" not in result.stats.by_pass
+
+
+def test_an_original_without_a_final_newline_gets_none():
+    result = reduce_text(R_PROGRAM.rstrip(b"\n"), "r", lambda text: b"1/0" in text)
+    assert result.text == b"1/0"
+    assert "newline" not in result.stats.by_pass
+
+
 # --- plain text --------------------------------------------------------------------------
 
 TEXT = b"""the quick brown fox
