@@ -244,48 +244,30 @@ def reduce(
             pair_progress = PairProgressPrinter(console)
             history = History()
             observe = chain(pair_progress, history)
+            options = dict(  # what both pair modes take alike
+                interesting=polarity == "interesting",
+                algorithm=PAIR_ALGORITHMS[algorithm],
+                jobs=jobs,
+                timeout=timeout,
+                language=language,
+                signature=signature,
+                any_failure=any_failure,
+                repeat=repeat,
+                branch=branch,
+                force=force,
+                patch=patch,
+                skip_passes=skip_passes,
+                progress=observe,
+                echo=echo,
+            )
             try:
                 if revisions is not None:
                     pair_summary = api.reduce_revisions(
-                        *revisions,
-                        command,
-                        bisect=not no_bisect,
-                        interesting=polarity == "interesting",
-                        algorithm=PAIR_ALGORITHMS[algorithm],
-                        jobs=jobs,
-                        timeout=timeout,
-                        language=language,
-                        signature=signature,
-                        any_failure=any_failure,
-                        repeat=repeat,
-                        branch=branch,
-                        force=force,
-                        patch=patch,
-                        skip_passes=skip_passes,
-                        progress=observe,
-                        echo=echo,
+                        *revisions, command, bisect=not no_bisect, **options
                     )
                 else:
                     assert seed is not None and variant is not None
-                    pair_summary = api.reduce_pair(
-                        seed,
-                        variant,
-                        command,
-                        interesting=polarity == "interesting",
-                        algorithm=PAIR_ALGORITHMS[algorithm],
-                        jobs=jobs,
-                        timeout=timeout,
-                        language=language,
-                        signature=signature,
-                        any_failure=any_failure,
-                        repeat=repeat,
-                        branch=branch,
-                        force=force,
-                        patch=patch,
-                        skip_passes=skip_passes,
-                        progress=observe,
-                        echo=echo,
-                    )
+                    pair_summary = api.reduce_pair(seed, variant, command, **options)
             finally:
                 pair_progress.stop()
             # Files only when asked for, or for plain files outside any repository:
