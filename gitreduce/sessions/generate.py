@@ -126,8 +126,6 @@ class GenerateSummary:
             "decisions_after": self.decisions_after,
             "parts_before": self.parts_before,
             "parts_after": self.parts_after,
-            "tests_run": self.stats.tests_run,
-            "cache_hits": self.stats.cache_hits,
             "not_smaller": self.stats.not_smaller,
             "generator_runs": self.generator_runs,
             "generator_failures": dict(self.generator_failures),

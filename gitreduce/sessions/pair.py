@@ -101,10 +101,6 @@ class PairSummary:
             "seed_tokens": [self.seed_before, self.seed_after],
             "variant_tokens": [self.variant_before, self.variant_after],
             "diff_tokens": [self.diff_before, self.diff_after],
-            "tests_run": self.stats.tests_run,
-            "cache_hits": self.stats.cache_hits,
-            "syntax_rejected": self.stats.syntax_rejected,
-            "tests_by_pass": dict(self.stats.by_pass),
             **run_figures(self),
             "first_bad_commit": self.first_bad_commit,
         }

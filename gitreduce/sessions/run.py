@@ -41,13 +41,17 @@ class _Run(Protocol):
 
 
 def run_figures(run: _Run) -> dict[str, object]:
-    """The per-pass profile, timing, trust and result part every mode's `--json` summary
-    shares.
+    """The test counts, per-pass profile, timing, trust and result part every mode's
+    `--json` summary shares.
 
     Overhead is wall time during which no test was running: what the tool itself cost.
     """
     overhead = max(0.0, run.wall_seconds - run.stats.oracle_busy_seconds)
     return {
+        "tests_run": run.stats.tests_run,
+        "cache_hits": run.stats.cache_hits,
+        "syntax_rejected": run.stats.syntax_rejected,
+        "tests_by_pass": dict(run.stats.by_pass),
         "passes": run.stats.pass_profile(),
         "verified": run.verified,
         "foreign_verdicts_used": run.stats.foreign_used,

@@ -84,10 +84,6 @@ class Summary:
             "tokens_after": self.tokens_after,
             "bytes_before": self.bytes_before,
             "bytes_after": self.bytes_after,
-            "tests_run": self.stats.tests_run,
-            "cache_hits": self.stats.cache_hits,
-            "syntax_rejected": self.stats.syntax_rejected,
-            "tests_by_pass": dict(self.stats.by_pass),
             **run_figures(self),
         }
 
