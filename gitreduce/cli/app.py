@@ -1,7 +1,7 @@
 """`git reduce`: one command-line application, its subcommands, and the exit codes.
 
 `git reduce ARGS` reduces (FILE, GOOD..BAD -- PATH, or --seed/--variant) unless
-its first word names a subcommand (`generate`, `count`, `hooks`); a file of that name in
+its first word names a subcommand (`generate`, `count`, `triage`, `hooks`); a file of that name in
 the current directory is still the one to reduce.
 
 Exit codes: 0 done; 1 internal error; 2 bad input or an unusable test (one-line
@@ -51,12 +51,15 @@ from gitreduce.cli.options import (
 )
 from gitreduce.cli.progress import (
     PairProgressPrinter,
+    ProgressFile,
     ProgressPrinter,
     print_pair_summary,
     print_pass_profile,
     print_summary,
     write_pair,
 )
+from gitreduce.cli.triage import HELP as TRIAGE_HELP
+from gitreduce.cli.triage import triage_command
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import Store
 from gitreduce.sessions.pair import PAIR_ALGORITHMS
@@ -110,6 +113,11 @@ app.command(
     help=COUNT_HELP,
     short_help="Count a file's tokens, or a seed's, a variant's and their difference's.",
 )(count_command)
+app.command(
+    "triage",
+    help=TRIAGE_HELP,
+    short_help="Reduce many findings (commits with a Reduce-Test trailer) and bucket them.",
+)(triage_command)
 app.add_typer(
     hooks.app,
     name="hooks",
@@ -220,8 +228,17 @@ def reduce(
     as_json: AsJson = False,
     quiet: Quiet = False,
     debug: Debug = False,
+    progress_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--progress-file",
+            hidden=True,
+            help="Keep the test count in this file (for git reduce triage).",
+        ),
+    ] = None,
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    counted = [ProgressFile(progress_file)] if progress_file is not None else []
     skip_passes = skip_pass or []
 
     def echo(line: str) -> None:
@@ -243,7 +260,7 @@ def reduce(
                 _require_directory_possible(output)
             pair_progress = PairProgressPrinter(console)
             history = History()
-            observe = chain(pair_progress, history)
+            observe = chain(pair_progress, history, *counted)
             options = dict(  # what both pair modes take alike
                 interesting=polarity == "interesting",
                 algorithm=PAIR_ALGORITHMS[algorithm],
@@ -313,7 +330,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
-                progress=chain(progress, history),
+                progress=chain(progress, history, *counted),
                 echo=echo,
             )
         finally:

@@ -425,7 +425,7 @@ def size_plot(samples: Sequence[Mapping[str, Any]], single: bool = False) -> str
 
 # -- the page ---------------------------------------------------------------------------------
 
-_CSS = """
+CSS = """
 :root { color-scheme: light; --del: #ffb3b3; --ins: #a6f0a6; --chg-del: #fff0f0;
   --chg-ins: #effff0; --muted: #6a737d; --line: #d0d7de; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px;
@@ -527,7 +527,7 @@ def render_html(
         "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         '<meta name="generator" content="git reduce">',
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>",
         f'<h1>{html.escape(title)}</h1><p class="sub">{html.escape(subtitle)}</p>',
         f'<section id="result"><h2>{"Result" if single else "Seed and variant"}</h2>',
         f"{listing}</section>",

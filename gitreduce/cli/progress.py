@@ -14,8 +14,12 @@ stable), its differing tokens marked too when colour is on.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import json
+import os
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,6 +37,8 @@ from gitreduce.core.engine import Stats
 from gitreduce.core.errors import UserError
 from gitreduce.sessions.pair import PairSummary
 from gitreduce.sessions.single import Summary
+
+PROGRESS_FILE_SECONDS = 0.5
 
 if TYPE_CHECKING:  # a type hint only
     from gitreduce.pair.current import PairCurrent
@@ -416,3 +422,32 @@ def print_pass_profile(stats: Stats) -> None:
     if console.width < needed:
         console = Console(width=needed)
     console.print(table)
+
+
+class ProgressFile:
+    """`--progress-file PATH`: the run's test count, rewritten twice a second, for a triage
+    that shows tests/s over all its reductions (see `sessions.batch`).
+
+    Observing starts a daemon thread on the first call; the file is replaced
+    whole (written aside, renamed), so a reader never sees half of it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._thread: threading.Thread | None = None
+
+    def __call__(self, current: Current | PairCurrent) -> None:
+        if self._thread is None:
+            stats = current.engine.stats
+            self._thread = threading.Thread(
+                target=self._write_every, args=(stats,), name="progress-file", daemon=True
+            )
+            self._thread.start()
+
+    def _write_every(self, stats: Stats) -> None:
+        aside = self._path.with_name(self._path.name + ".tmp")
+        while True:
+            with contextlib.suppress(OSError):
+                aside.write_text(json.dumps({"tests_run": stats.tests_run}))
+                os.replace(aside, self._path)
+            time.sleep(PROGRESS_FILE_SECONDS)

@@ -9,7 +9,9 @@ process group as the test starts and before the test is reaped, and each
 scratch root while it exists. When gitreduce ends, however it ends, the
 kernel closes the write end; the reaper reads end-of-file, kills the groups
 still registered with SIGKILL and removes the roots still registered. After
-a clean end both lists are empty.
+a clean end both lists are empty. Groups registered as graceful (a triage's
+child reductions, which keep their best result and verdicts on a signal) get
+SIGTERM instead.
 
 Why not `prctl(PR_SET_PDEATHSIG)` in each test: it reaches only the test's
 own process, not the children it starts (a script's `sleep 1000`), fires
@@ -34,7 +36,7 @@ _PROGRAM = r"""
 import os, shutil, signal, sys
 for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"):
     signal.signal(getattr(signal, name), signal.SIG_IGN)
-groups, roots, pending = set(), set(), b""
+groups, gentle, roots, pending = set(), set(), set(), b""
 while True:
     data = os.read(int(sys.argv[1]), 65536)
     if not data:
@@ -42,12 +44,17 @@ while True:
     *lines, pending = (pending + data).split(b"\n")
     for line in lines:
         kind, change, value = line[:1], line[1:2], line[2:]
-        known = groups if kind == b"g" else roots
-        item = int(value) if kind == b"g" else os.fsdecode(bytes.fromhex(value.decode()))
+        known = {b"g": groups, b"t": gentle}.get(kind, roots)
+        item = os.fsdecode(bytes.fromhex(value.decode())) if kind == b"d" else int(value)
         (known.add if change == b"+" else known.discard)(item)
 for group in groups:
     try:
         os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+for group in gentle:
+    try:
+        os.killpg(group, signal.SIGTERM)
     except OSError:
         pass
 for root in roots:
@@ -82,12 +89,14 @@ class Reaper:
     def pid(self) -> int:
         return self._process.pid
 
-    def watch_group(self, pgid: int) -> None:
-        self._send(b"g+%d\n" % pgid)
+    def watch_group(self, pgid: int, graceful: bool = False) -> None:
+        """Kill the group if this process dies first: with SIGKILL, or `graceful`ly with
+        SIGTERM, for children that save their work on it (a triage's reductions)."""
+        self._send(b"%s+%d\n" % (b"t" if graceful else b"g", pgid))
 
-    def forget_group(self, pgid: int) -> None:
+    def forget_group(self, pgid: int, graceful: bool = False) -> None:
         """Before the group's leader is reaped: after that its id may be another's."""
-        self._send(b"g-%d\n" % pgid)
+        self._send(b"%s-%d\n" % (b"t" if graceful else b"g", pgid))
 
     def watch_root(self, path: str) -> None:
         self._send(b"d+" + os.fsencode(path).hex().encode() + b"\n")

@@ -105,6 +105,7 @@ class GenerateSummary:
     verified: bool = False  # the result stood its re-verification alone (see sessions/verify.py)
     warnings: list[str] = field(default_factory=list)
     test: str = ""  # the command as it ran (see `calibrated_run`)
+    signature: str | None = None  # how the original fails (None: not calibrated)
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
 
@@ -488,6 +489,7 @@ def generate(
         text=result_text,
         interrupted=run.interrupted,
         verified=run.verified,
+        signature=run.reference.signature if run.reference is not None else None,
         warnings=warnings,
         test=settings.test,
     )

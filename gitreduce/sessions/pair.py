@@ -89,6 +89,7 @@ class PairSummary:
     verified: bool = False  # the result stood its re-verification alone (see sessions/verify.py)
     warnings: list[str] = field(default_factory=list)
     test: str = ""  # the command as it ran (see `calibrated_run`)
+    signature: str | None = None  # how the original fails (None: not calibrated)
     branch: str | None = None
     commits: list[str] = field(default_factory=list)
     first_bad_commit: str | None = None
@@ -210,6 +211,7 @@ def reduce_pair_texts(
         wall_seconds=time.monotonic() - started,
         interrupted=run.interrupted,
         verified=run.verified,
+        signature=run.reference.signature if run.reference is not None else None,
         warnings=warnings,
         test=settings.test,
     )

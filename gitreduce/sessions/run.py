@@ -31,6 +31,7 @@ from gitreduce.sessions.interrupts import deferred
 
 class _Run(Protocol):
     test: str
+    signature: str | None
     stats: Stats
     wall_seconds: float
     interrupted: bool
@@ -58,6 +59,7 @@ def run_figures(run: _Run) -> dict[str, object]:
         "confirmations": run.stats.confirmations,
         "contradicted": run.stats.contradicted,
         "test": run.test,
+        "signature": run.signature,
         "wall_seconds": round(run.wall_seconds, 3),
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
         "overhead_seconds": round(overhead, 3),

@@ -1,0 +1,226 @@
+"""Findings: the commits of a repository that a fuzzer (or a person) marked for reduction.
+
+A finding is a commit whose message ends with a `Reduce-Test: NAME` trailer;
+its parent holds the passing seed and the commit the failing variant of one
+file (the one it changes, or its `Reduce-Path:` trailer). The trust rule is
+the post-commit hook's (see `hooks.POST_COMMIT`): a commit message is data
+from whoever wrote it, so the trailer only *names* a test, and what runs is
+`git config gitreduce.test.NAME.command` from the user's own configuration. A
+name that is not a plain word or not defined here runs nothing; the finding
+is reported with the reason. A `--test CMD` given on the command line serves
+the commits in the range that carry no trailer.
+
+Nothing here runs a test or writes to the repository.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pygit2
+from pygit2.enums import DeltaStatus, SortMode
+
+from gitreduce.core.errors import UserError
+from gitreduce.git.results import RESULT_BRANCH_PREFIX
+from gitreduce.git.revisions import parse_range, resolve_commit
+
+TEST_TRAILER = "reduce-test"
+PATH_TRAILER = "reduce-path"
+# The name goes into a config key and a note: only a plain word is a name.
+TEST_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_LOOSE_TEST_LINE = re.compile(r"^\s*reduce-test\s*:", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One commit to reduce against its parent, or the reason it cannot be.
+
+    `command` is what runs (from the user's config, or `--test`); `problem`
+    is set instead when nothing may run, and says why in one line.
+    """
+
+    commit: str
+    path: str | None
+    test_name: str | None
+    command: str | None
+    problem: str | None = None
+
+    @property
+    def short(self) -> str:
+        return self.commit[:7]
+
+    @property
+    def branch(self) -> str:
+        """The result branch, as the hook names it."""
+        return f"{RESULT_BRANCH_PREFIX}{self.short}"
+
+
+def configured_test(repo: pygit2.Repository, name: str) -> str | None:
+    """`gitreduce.test.NAME.command` from the user's configuration (local, global, system)."""
+    try:
+        value = repo.config[f"gitreduce.test.{name}.command"]
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def commits_in(repo: pygit2.Repository, revisions: str | None, everything: bool) -> list[str]:
+    """The commits of RANGE (`A..B`, or one revision and all it reaches; default HEAD), or
+    with `everything` of every branch and tag except gitreduce's own result branches;
+    oldest first."""
+    walker = repo.walk(None, SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    if everything:
+        if revisions is not None:
+            raise UserError("give a revision range or --all, not both")
+        tips = _all_tips(repo)
+        if not tips:
+            raise UserError("the repository has no commits")
+        for tip in tips:
+            walker.push(tip)
+    elif revisions is not None and ".." in revisions:
+        good, bad = parse_range(revisions)
+        walker.push(resolve_commit(repo, bad).id)
+        walker.hide(resolve_commit(repo, good).id)
+    else:
+        if revisions is None and repo.head_is_unborn:
+            raise UserError("the repository has no commits")
+        walker.push(resolve_commit(repo, revisions or "HEAD").id)
+    return [str(commit.id) for commit in walker]
+
+
+def _all_tips(repo: pygit2.Repository) -> list[pygit2.Oid]:
+    tips: dict[pygit2.Oid, None] = {}
+    for name in repo.references:
+        if not name.startswith(("refs/heads/", "refs/tags/")):
+            continue  # refs/reduce (the cache), refs/notes, remotes: not the user's history
+        if name.startswith("refs/heads/" + RESULT_BRANCH_PREFIX):
+            continue  # results of earlier reductions
+        try:
+            commit = repo.references[name].peel(pygit2.Commit)
+        except (ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            continue
+        tips[commit.id] = None
+    return list(tips)
+
+
+def find_findings(
+    repo: pygit2.Repository, commits: Iterable[str], fallback_command: str | None = None
+) -> list[Finding]:
+    """The findings among `commits`, in their order.
+
+    A commit without a `Reduce-Test` trailer is a finding only when
+    `fallback_command` is given, and only if it has one parent and changes
+    one file (or names it): a range handed to `--test` holds the seeds' own
+    commits too, which are not findings. A commit with the trailer is always
+    reported, with the reason when it cannot be reduced.
+    """
+    findings = []
+    for sha in commits:
+        finding = examine(repo, sha, fallback_command)
+        if finding is not None:
+            findings.append(finding)
+    return findings
+
+
+def examine(
+    repo: pygit2.Repository, sha: str, fallback_command: str | None = None
+) -> Finding | None:
+    """`sha` as a finding, or None when it is not one."""
+    commit = repo.get(sha)
+    if not isinstance(commit, pygit2.Commit):
+        return None
+    trailers = _trailers(commit)
+    named = TEST_TRAILER in trailers
+    if not named:
+        if fallback_command is None:
+            if _LOOSE_TEST_LINE.search(commit.message):
+                return Finding(
+                    sha,
+                    None,
+                    None,
+                    None,
+                    "its Reduce-Test: line is not a trailer: trailers are the last paragraph, "
+                    "together",
+                )
+            return None
+        if len(commit.parents) != 1:
+            return None
+        path = trailers.get(PATH_TRAILER) or _only_changed_file(repo, commit)
+        if path is None:
+            return None
+        return Finding(sha, path, None, fallback_command)
+    name = trailers[TEST_TRAILER]
+    if not TEST_NAME.fullmatch(name):
+        shown = "".join(char if char.isprintable() else "?" for char in name)
+        return Finding(
+            sha, None, None, None, f"'{shown}' is not a test name (letters, digits, '.', '_', '-')"
+        )
+    command = configured_test(repo, name)
+    if command is None:
+        return Finding(
+            sha,
+            None,
+            name,
+            None,
+            f"test '{name}' is not defined here (git config gitreduce.test.{name}.command ...)",
+        )
+    if len(commit.parents) != 1:
+        why = "it has no parent to be the passing seed" if not commit.parents else "it is a merge"
+        return Finding(sha, None, name, command, why)
+    path = trailers.get(PATH_TRAILER)
+    if path is None:
+        changed = _changed_files(repo, commit)
+        if len(changed) != 1:
+            return Finding(
+                sha,
+                None,
+                name,
+                command,
+                f"it changes {len(changed)} files; name the one to reduce in a "
+                "'Reduce-Path: PATH' trailer",
+            )
+        path = changed[0]
+    problem = _path_problem(commit, path)
+    return Finding(sha, path if problem is None else None, name, command, problem)
+
+
+def _trailers(commit: pygit2.Commit) -> dict[str, str]:
+    """The message's trailers as git reads them, keys lower-cased, the last value winning."""
+    try:
+        found = commit.message_trailers
+    except (ValueError, pygit2.GitError):
+        return {}
+    return {key.lower(): value.strip() for key, value in found.items()}
+
+
+def _changed_files(repo: pygit2.Repository, commit: pygit2.Commit) -> list[str]:
+    diff = repo.diff(commit.parents[0], commit)
+    return [
+        delta.old_file.path if delta.status == DeltaStatus.DELETED else delta.new_file.path
+        for delta in diff.deltas
+    ]
+
+
+def _only_changed_file(repo: pygit2.Repository, commit: pygit2.Commit) -> str | None:
+    changed = _changed_files(repo, commit)
+    return changed[0] if len(changed) == 1 else None
+
+
+def _path_problem(commit: pygit2.Commit, path: str) -> str | None:
+    """Why `path` cannot be the finding's file, or None: it must be a file at both commits."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or ".." in parts or "" in parts:
+        shown = "".join(char if char.isprintable() else "?" for char in path)
+        return f"'{shown}' is not a path inside the repository"
+    for where, version in (("its parent", commit.parents[0]), ("the commit", commit)):
+        try:
+            entry = version.tree[path]
+        except KeyError:
+            return f"{path} does not exist in {where}"
+        if entry.type_str != "blob":
+            return f"{path} is not a file in {where}"
+    if commit.parents[0].tree[path].id == commit.tree[path].id:
+        return f"{path} is the same in the commit and its parent"
+    return None
