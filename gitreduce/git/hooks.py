@@ -1,12 +1,16 @@
 """Installing and uninstalling the post-commit hook that wires reduction into commits.
 
 The post-commit hook (its text is `POST_COMMIT`; `hooks/post-commit` in the
-source tree is the same file, for those who install hooks by hand) reduces
-every commit whose message carries a `Reduce-Test: NAME` trailer against its
-parent, in the background, and attaches the minimal failure-inducing change
-to the commit as a note under `refs/notes/reduce`. Fuzzers that store their
-findings as commits (seed, then variant with the trailer) thus get each
-finding triaged while they go on; `git log --notes=reduce` shows the results.
+source tree is the same file, for those who install hooks by hand) queues
+every commit whose message carries a `Reduce-Test: NAME` trailer (see
+`triage_records`) and starts one background `git reduce triage --queue`
+unless one is draining the queue already; that drain reduces each commit
+against its parent, `gitreduce.triage.workers` at a time (default 1), and
+attaches the minimal failure-inducing change to the commit as a note under
+`refs/notes/reduce`. Fuzzers that store their findings as commits (seed, then
+variant with the trailer) thus get each finding triaged while they go on,
+without a burst of commits starting a burst of reductions; `git log
+--notes=reduce` shows the results.
 
 A commit message is data from whoever wrote the commit, and commits arrive by
 fetch, amend, `commit -C`, cherry-pick and rebase alike, so the trailer only
@@ -57,9 +61,12 @@ POST_COMMIT = r"""#!/bin/sh
 #     Reduce-Test: NAME    a test defined in your git config (below)
 #     Reduce-Path: PATH    optional; default: the one file the commit changed
 #
-# this hook reduces HEAD^..HEAD in the background (the parent holds the passing
-# seed, the commit the failing variant) and attaches the minimal
-# failure-inducing change to the commit as a note; see them with
+# this hook queues the commit for reduction against its parent (the parent holds
+# the passing seed, the commit the failing variant). One background
+# `git reduce triage --queue` reduces the queue, gitreduce.triage.workers
+# reductions at a time (default 1: fifty commits never start fifty reductions),
+# and attaches each minimal failure-inducing change to its commit as a note;
+# see them with
 #
 #     git log --notes=reduce
 #
@@ -74,10 +81,10 @@ POST_COMMIT = r"""#!/bin/sh
 # digits, '.', '_', '-'), runs nothing: the note says why. The result is also
 # kept as the branch reduce/<short sha>. CMD runs in the root of the work tree.
 # The commit is never delayed or failed: the hook returns at once and always
-# exits 0. It starts reductions for `git commit` (and --amend) only, not for
-# cherry-pick, revert, rebase or am, so rewriting a history of findings does
-# not start one reduction per commit. Log: $GIT_DIR/gitreduce-hook.log. Off for one command:
-# GITREDUCE_HOOK=0.
+# exits 0. It queues commits made by `git commit` (and --amend) only, not by
+# cherry-pick, revert, rebase or am, so rewriting a history of findings queues
+# nothing (`git reduce triage` reduces such a backlog). Log:
+# $GIT_DIR/gitreduce-hook.log. Off for one command: GITREDUCE_HOOK=0.
 
 # The git-reduce that installed this hook (used while it exists), else PATH's.
 GITREDUCE_EXE=''
@@ -196,11 +203,6 @@ launch() {
         fi
         path=$changed
     fi
-    # A path is data: it travels as one argument after `--`, and one that starts
-    # with '-' gets './' so that no option parser can take it for an option.
-    case $path in
-    -*) path=./$path ;;
-    esac
     exe=
     if [ -n "$GITREDUCE_EXE" ] && [ -x "$GITREDUCE_EXE" ]; then
         exe=$GITREDUCE_EXE
@@ -213,62 +215,29 @@ launch() {
         return 0
     fi
     log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log || return 0
-    say "reducing $path of $short with test '$name' in the background;" \
-        "then: git log --notes=reduce -1 $short"
-    # Fully detached: own session, no terminal, no pipe to git. git returns at once.
-    if command -v setsid >/dev/null 2>&1; then
-        setsid "$0" --gitreduce-run "$exe" "$sha" "$path" "$name" "$test_cmd" \
-            </dev/null >>"$log" 2>&1 &
-    else
-        nohup "$0" --gitreduce-run "$exe" "$sha" "$path" "$name" "$test_cmd" \
-            </dev/null >>"$log" 2>&1 &
-    fi
-}
-
-run() {
-    # The background part: reduce, then attach the note.
-    exe=$1 sha=$2 path=$3 name=$4 test_cmd=$5
-    unset GIT_INDEX_FILE # git commit's index may be a temporary one, gone by now
-    short=$(git rev-parse --short "$sha")
-    branch=reduce/$short
-    log=$(git rev-parse --absolute-git-dir)/gitreduce-hook.log
-    tmp=$(mktemp -d) || return 0 # in $TMPDIR, else /tmp
-    trap 'rm -rf "$tmp"' EXIT
-    printf "%s %s: %s %s^..%s -- %s --test (test '%s') %s\n" "$(date '+%Y-%m-%d %H:%M:%S')" \
-        "$short" "$exe" "$sha" "$sha" "$path" "$name" "$test_cmd"
-    "$exe" "$sha^..$sha" -- "$path" --test "$test_cmd" --no-bisect --branch "$branch" --force \
-        --quiet >"$tmp/out" 2>"$tmp/err"
-    status=$?
-    cat "$tmp/out" "$tmp/err"
-    if { [ $status -eq 0 ] || [ $status -eq 130 ]; } &&
-        git rev-parse -q --verify "refs/heads/$branch" >/dev/null; then
-        {
-            [ $status -eq 130 ] && printf 'git reduce was interrupted; this is its best result.\n\n'
-            printf '%s\n\n' "$(git log -1 --format=%B "$branch")"
-            git diff --no-color --no-ext-diff "$branch^" "$branch" --
-            printf '\nBranch: %s\n' "$branch"
-        } >"$tmp/note"
-    else
-        {
-            printf 'git reduce failed (exit %s) on %s -- %s\n\n' "$status" "$short" "$path"
-            tail -n 5 "$tmp/err"
-            printf '\nTest: %s (gitreduce.test.%s.command)\nLog: %s\n' "$test_cmd" "$name" "$log"
-        } >"$tmp/note"
-    fi
-    if ! attach_note "$sha" "$tmp/note"; then
-        echo "$short: could not write the note"
+    common=$(git rev-parse --path-format=absolute --git-common-dir 2>/dev/null) || return 0
+    queue=$common/gitreduce/queue
+    if ! { mkdir -p "$queue" && : >"$queue/$sha"; }; then
+        say "$short not reduced: cannot write to $queue"
         return 0
     fi
-    echo "$(date '+%Y-%m-%d %H:%M:%S') $short: exit $status; note attached" \
-        "(git log --notes=reduce -1 $short)"
+    say "queued $short ($path, test '$name') for reduction in the background;" \
+        "then: git log --notes=reduce -1 $short"
+    # A drain that holds the lock reads the queue again before it ends: it takes this one.
+    if command -v flock >/dev/null 2>&1 &&
+        ! flock -n "$common/gitreduce/queue.lock" true 2>/dev/null; then
+        return 0
+    fi
+    unset GIT_INDEX_FILE # git commit's index may be a temporary one, gone by then
+    # Fully detached: own session, no terminal, no pipe to git. git returns at once.
+    if command -v setsid >/dev/null 2>&1; then
+        setsid "$exe" triage --queue </dev/null >>"$log" 2>&1 &
+    else
+        nohup "$exe" triage --queue </dev/null >>"$log" 2>&1 &
+    fi
 }
 
-if [ "${1-}" = --gitreduce-run ]; then
-    shift
-    run "$@"
-else
-    launch
-fi
+launch
 exit 0
 """
 

@@ -96,6 +96,7 @@ class FindingResult:
     variant_tokens: list[int] | None = None
     diff_tokens: list[int] | None = None
     tests_run: int = 0
+    cache_hits: int = 0
     wall_seconds: float = 0.0
     diff: str | None = None
     report: str | None = None
@@ -123,6 +124,7 @@ class FindingResult:
             "variant_tokens": self.variant_tokens,
             "diff_tokens": self.diff_tokens,
             "tests_run": self.tests_run,
+            "cache_hits": self.cache_hits,
             "wall_seconds": round(self.wall_seconds, 3),
             "diff": self.diff,
             "report": self.report,
@@ -607,8 +609,9 @@ def _conclude(repo: pygit2.Repository, job: _Job, ended: Ended, state: TriageSta
     result = job.result
     summary = ended.summary or {}
     result.wall_seconds = ended.seconds
-    tests = summary.get("tests_run")
+    tests, hits = summary.get("tests_run"), summary.get("cache_hits")
     result.tests_run = tests if isinstance(tests, int) else 0
+    result.cache_hits = hits if isinstance(hits, int) else 0
     state.tests_done += result.tests_run
     if ended.code in (0, _INTERRUPTED_EXIT) and summary:
         _take_summary(result, summary)
@@ -697,10 +700,10 @@ def _note(repo: pygit2.Repository, result: FindingResult) -> str:
         text = records.result_note(repo, result.branch, result.status == INTERRUPTED)
         if text is not None:
             return text
+    test = f" (gitreduce.test.{result.test_name}.command)" if result.test_name else ""
     return (
-        f"git reduce failed on {result.label} -- {result.path}: "
-        f"{result.status}\n\n{result.reason or ''}\n\n"
-        f"Test: {result.command} (gitreduce.test.{result.test_name}.command)\n"
+        f"git reduce: {result.status.replace('-', ' ')}: {result.label} -- {result.path}\n\n"
+        f"{result.reason or ''}\n\nTest: {result.command}{test}\n"
     )
 
 

@@ -1,0 +1,183 @@
+"""`git reduce triage` end to end: real repositories, real gcc, real child reductions."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from hook_support import note_of, run_git
+from support import eventually, processes
+from triage_support import SIGNATURES, file_at, findings_repo, reduce_cmd, triage
+
+
+def _summary(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_triage_reduces_every_finding_into_buckets_and_a_rerun_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    repo, env, shas = findings_repo(tmp_path, ["div", "shift", "div"])
+    index = tmp_path / "triage.html"
+    first = _summary(triage(repo, env, "--json", "--html", str(index), "--workers", "2"))
+    findings = {finding["commit"]: finding for finding in first["findings"]}
+    assert set(findings) == set(shas)
+    assert all(finding["status"] == "reduced" for finding in findings.values())
+    buckets = first["buckets"]
+    assert sorted(bucket["signature"] for bucket in buckets) == sorted(SIGNATURES.values())
+    by_signature = {bucket["signature"]: bucket for bucket in buckets}
+    assert by_signature[SIGNATURES["div"]]["count"] == 2
+    assert by_signature[SIGNATURES["shift"]]["findings"] == [shas[1][:7]]
+    script = tmp_path / "gcc-test.sh"
+    for sha in shas:
+        finding = findings[sha]
+        branch = finding["branch"]
+        assert branch == f"reduce/{sha[:7]}"
+        assert finding["diff_tokens"][1] <= 3, finding["diff"]
+        # The reduced seed passes, the reduced variant fails with its bucket's signature.
+        for rev, expected in ((f"{branch}^", 0), (branch, 1)):
+            program = tmp_path / f"{sha[:7]}-{expected}.c"
+            program.write_bytes(file_at(repo, env, rev))
+            checked = subprocess.run([str(script), str(program)], capture_output=True, text=True)
+            assert checked.returncode == expected, checked.stderr
+        note = note_of(repo, env, sha)
+        assert note is not None and f"Branch: {branch}" in note
+    page = index.read_text()
+    assert page.count('class="sig"') == 2 and "division by zero" in page
+    for sha in shas:
+        assert f'href="triage-reports/{sha[:7]}.html"' in page
+        assert (tmp_path / "triage-reports" / f"{sha[:7]}.html").is_file()
+    again = _summary(triage(repo, env, "--json"))
+    assert again["tests_run"] == 0
+    assert [f["status"] for f in again["findings"]] == ["reduced"] * 3
+    assert len(again["buckets"]) == 2
+
+
+def test_representatives_run_before_their_duplicates(tmp_path: Path) -> None:
+    repo, env, shas = findings_repo(tmp_path, ["div", "div", "shift"])
+    result = triage(repo, env, "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    ended = [line.split()[0] for line in result.stderr.splitlines() if ": reduced" in line]
+    assert ended == [shas[0][:7], shas[2][:7], shas[1][:7]]
+    in_order = triage(repo, env, "--workers", "1", "--commit-order", "--retry")
+    assert in_order.returncode == 0  # all settled: nothing runs, nothing reported as run
+
+
+def test_findings_that_may_not_run_say_why_in_a_note(tmp_path: Path) -> None:
+    repo, env, shas = findings_repo(tmp_path, ["div"])
+    (repo / "g.c").write_text("int g;\n")
+    run_git(repo, env, "add", "g.c")
+    run_git(repo, env, "commit", "-q", "-m", "seed g")
+    (repo / "g.c").write_text("int g = 1 / 0;\n")
+    run_git(repo, env, "commit", "-q", "-a", "-m", "finding g\n\nReduce-Test: undefined-test")
+    summary = _summary(triage(repo, env, "--json"))
+    statuses = {finding["id"]: finding for finding in summary["findings"]}
+    undefined = statuses[run_git(repo, env, "rev-parse", "--short=7", "HEAD").stdout.strip()]
+    assert undefined["status"] == "not-run"
+    assert "test 'undefined-test' is not defined here" in undefined["reason"]
+    note = note_of(repo, env, "HEAD")
+    assert note is not None and note.startswith("not run: test 'undefined-test'")
+    assert statuses[shas[0][:7]]["status"] == "reduced"
+
+
+def test_a_command_line_test_serves_commits_without_a_trailer(tmp_path: Path) -> None:
+    repo, env, _ = findings_repo(tmp_path, [])
+    (repo / "p.c").write_text("int p(int a) { int b = a + 1; return b; }\n")
+    run_git(repo, env, "add", "p.c")
+    run_git(repo, env, "commit", "-q", "-m", "seed")
+    base = run_git(repo, env, "rev-parse", "HEAD").stdout.strip()
+    (repo / "p.c").write_text("int p(int a) { int b = a / 0; return b; }\n")
+    run_git(repo, env, "commit", "-q", "-a", "-m", "mutant")
+    nothing = triage(repo, env, f"{base}..HEAD")
+    assert nothing.returncode == 2 and "no findings" in nothing.stderr
+    script = tmp_path / "gcc-test.sh"
+    summary = _summary(triage(repo, env, f"{base}..HEAD", "--test", f"{script} {{}}", "--json"))
+    [finding] = summary["findings"]
+    assert finding["status"] == "reduced" and finding["test_name"] is None
+    assert summary["buckets"][0]["signature"] == SIGNATURES["div"]
+
+
+def test_variant_files_against_one_seed(tmp_path: Path) -> None:
+    seed = tmp_path / "seed.c"
+    seed.write_text("int f(int a) { int b = a + 1; return b; }\n")
+    variants = tmp_path / "variants"
+    variants.mkdir()
+    (variants / "v1.c").write_text("int f(int a) { int b = a / 0; return b; }\n")
+    (variants / "v2.c").write_text("int f(int a) { int b = a + 1; return b; }\n")
+    script = tmp_path / "test.sh"
+    script.write_text('#!/bin/sh\nexec gcc -c -Werror=div-by-zero -o /dev/null "$1"\n')
+    script.chmod(0o755)
+    command = ["triage", "--seed", str(seed), "--variants", str(variants), "--json"]
+    result = subprocess.run(
+        [*reduce_cmd(), *command, "--test", f"{script} {{}}"],
+        cwd=tmp_path,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    summary = _summary(result)
+    statuses = {finding["id"]: finding["status"] for finding in summary["findings"]}
+    assert statuses == {"v1.c": "reduced", "v2.c": "not-run"}
+    written = sorted(p.name for p in (tmp_path / "variants.reduced" / "v1.c").iterdir())
+    assert len(written) == 2
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    repo, env, _ = findings_repo(tmp_path, [])
+    for args, message in (
+        (["no-such-rev"], "unknown revision"),
+        (["HEAD", "--all"], "not both"),
+        (["--seed", "x.c"], "both --seed FILE and --variants DIR"),
+        (["--executor", "carrier-pigeon"], "executor"),
+    ):
+        result = triage(repo, env, *args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def _running_reductions(repo: Path) -> list[int]:
+    """The child reductions working in `repo` (they run with the work tree as their cwd)."""
+    found = []
+    for pid in processes():
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") != str(repo):
+                continue
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"--progress-file" in command:
+            found.append(pid)
+    return found
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_triage_resumes_from_the_cache(tmp_path: Path, how: int) -> None:
+    repo, env, _ = findings_repo(tmp_path, ["div", "shift"])
+    slow = {**env, "GITREDUCE_TEST_DELAY": "0.2"}
+    process = subprocess.Popen(
+        [*reduce_cmd(), "triage", "--workers", "2", "--jobs", "1", "--json"],
+        cwd=repo,
+        env=slow,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert eventually(lambda: len(_running_reductions(repo)) == 2, within=60)
+    time.sleep(3)  # some verdicts cached
+    process.send_signal(how)
+    _, err = process.communicate(timeout=120)
+    if how == signal.SIGINT:
+        assert process.returncode == 130, err
+    assert eventually(lambda: not _running_reductions(repo), within=60)
+    rerun = _summary(triage(repo, env, "--json"))
+    assert [finding["status"] for finding in rerun["findings"]] == ["reduced", "reduced"]
+    # The interrupted reductions' verdicts were cached and are reused.
+    assert sum(finding["cache_hits"] for finding in rerun["findings"]) > 0
