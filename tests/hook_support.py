@@ -74,3 +74,23 @@ def wait_for_note(repo: Path, env: dict[str, str], rev: str, seconds: float = 90
             return note
         time.sleep(0.25)
     raise AssertionError(f"no note after {seconds:.0f}s; hook log:\n{hook_log(repo)}")
+
+
+def reductions_in(repo: Path) -> list[int]:
+    """The child reductions of a triage working in `repo` (their cwd is the work tree; only
+    they are given a `--progress-file`). A child's own fork, between fork and exec, still
+    shows its parent's command line: processes whose parent is counted are not counted."""
+    found: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") != str(repo):
+                continue
+            command = (entry / "cmdline").read_bytes()
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"--progress-file" in command:
+            found[int(entry.name)] = parent
+    return [pid for pid, parent in found.items() if parent not in found]

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hook_support import note_of, run_git
-from support import eventually, processes
+from hook_support import note_of, reductions_in, run_git
+from support import eventually
 from triage_support import SIGNATURES, file_at, findings_repo, reduce_cmd, triage
 
 
@@ -143,21 +143,6 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
-def _running_reductions(repo: Path) -> list[int]:
-    """The child reductions working in `repo` (they run with the work tree as their cwd)."""
-    found = []
-    for pid in processes():
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") != str(repo):
-                continue
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"--progress-file" in command:
-            found.append(pid)
-    return found
-
-
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_an_interrupted_triage_resumes_from_the_cache(tmp_path: Path, how: int) -> None:
     repo, env, _ = findings_repo(tmp_path, ["div", "shift"])
@@ -170,13 +155,13 @@ def test_an_interrupted_triage_resumes_from_the_cache(tmp_path: Path, how: int) 
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert eventually(lambda: len(_running_reductions(repo)) == 2, within=60)
+    assert eventually(lambda: len(reductions_in(repo)) == 2, within=60)
     time.sleep(3)  # some verdicts cached
     process.send_signal(how)
     _, err = process.communicate(timeout=120)
     if how == signal.SIGINT:
         assert process.returncode == 130, err
-    assert eventually(lambda: not _running_reductions(repo), within=60)
+    assert eventually(lambda: not reductions_in(repo), within=60)
     rerun = _summary(triage(repo, env, "--json"))
     assert [finding["status"] for finding in rerun["findings"]] == ["reduced", "reduced"]
     # The interrupted reductions' verdicts were cached and are reused.

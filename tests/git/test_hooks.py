@@ -16,7 +16,17 @@ import time
 from pathlib import Path
 
 import pytest
-from hook_support import VENV_BIN, hook_env, init_repo, note_of, run_git, wait_for_note
+from hook_support import (
+    VENV_BIN,
+    hook_env,
+    hook_log,
+    init_repo,
+    note_of,
+    reductions_in,
+    run_git,
+    wait_for_note,
+)
+from triage_support import MUTATIONS, SEED, TEST_SCRIPT
 
 from gitreduce.core.errors import UserError
 from gitreduce.git import hooks
@@ -263,3 +273,37 @@ def test_gitreduce_hook_0_turns_it_off(repo: Path, env: dict[str, str]) -> None:
     committed = git(repo, off, "commit", "-q", "-a", "-m", "x", "-m", "Reduce-Test: true")
     assert committed.stderr == ""
     assert not (repo / ".git" / "gitreduce-hook.log").exists()
+
+
+@pytest.mark.parametrize("bound", [1, 2])
+def test_a_burst_of_findings_never_runs_more_reductions_than_the_bound(
+    repo: Path, env: dict[str, str], bound: int
+) -> None:
+    """Ten findings committed in a loop: one drain reduces them `bound` at a time (a process
+    count sampled all along), and every one of them gets its note."""
+    hooks.install(repo)
+    if bound != 1:
+        run_git(repo, env, "config", "gitreduce.triage.workers", str(bound))
+    script = repo.parent / "gcc-test.sh"
+    script.write_text(TEST_SCRIPT)
+    script.chmod(0o755)
+    run_git(repo, env, "config", "gitreduce.test.gcc.command", f"{script} {{}}")
+    shas = []
+    for number in range(1, 11):
+        path = repo / f"f{number}.c"
+        seed = SEED.format(n=number)
+        path.write_text(seed)
+        run_git(repo, env, "add", path.name)
+        run_git(repo, env, "commit", "-q", "-m", f"seed {number}")
+        old, new = MUTATIONS["div" if number % 2 else "shift"]
+        path.write_text(seed.replace(old, new))
+        run_git(repo, env, "commit", "-q", "-a", "-m", f"finding {number}\n\nReduce-Test: gcc")
+        shas.append(run_git(repo, env, "rev-parse", "HEAD").stdout.strip())
+    most = 0
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and any(note_of(repo, env, sha) is None for sha in shas):
+        most = max(most, len(reductions_in(repo)))
+        time.sleep(0.05)
+    assert all(note_of(repo, env, sha) is not None for sha in shas), hook_log(repo)
+    assert 1 <= most <= bound
+    assert all(f"Branch: reduce/{sha[:7]}" in (note_of(repo, env, sha) or "") for sha in shas)
