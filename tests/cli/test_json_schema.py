@@ -207,6 +207,7 @@ def test_the_schema_rejects_what_it_should() -> None:
         "branch": None,
         "commits": [],
         "test": "./t.sh",
+        "signature": "exit 1: error: boom",
         "patch": None,
         "html": "r.html",
     }
@@ -253,7 +254,7 @@ def test_the_documented_examples_validate() -> None:
 def test_every_key_is_documented() -> None:
     schema = load_schema()
     keys = set()
-    for shape in ("single", "pair"):
+    for shape in ("single", "pair", "triage", "finding", "bucket"):
         keys |= set(schema["$defs"][shape]["properties"])
     documented = set(
         re.findall(r"^\| `([a-z_]+)`", (ROOT / "docs" / "json-schema.md").read_text(), re.M)

@@ -7,17 +7,26 @@ import os
 import signal
 import subprocess
 import time
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 from hook_support import note_of, reductions_in, run_git
 from support import eventually
 from triage_support import SIGNATURES, file_at, findings_repo, reduce_cmd, triage
 
 
+SCHEMA = json.loads(resources.files("gitreduce").joinpath("schema.json").read_text())
+
+
 def _summary(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    """The `--json` object, checked against the shipped schema."""
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    summary = json.loads(result.stdout)
+    jsonschema.validate(summary, SCHEMA)
+    assert "findings" in summary  # the triage shape
+    return summary
 
 
 def test_triage_reduces_every_finding_into_buckets_and_a_rerun_runs_nothing(
