@@ -16,7 +16,6 @@ from hook_support import note_of, reductions_in, run_git
 from support import eventually
 from triage_support import SIGNATURES, file_at, findings_repo, reduce_cmd, triage
 
-
 SCHEMA = json.loads(resources.files("gitreduce").joinpath("schema.json").read_text())
 
 
