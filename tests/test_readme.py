@@ -108,6 +108,7 @@ def test_every_readme_command_block_runs_twice_in_a_row(tmp_path: Path) -> None:
     assert b"count++" in (scratch / "variant.variant.c").read_bytes()
     assert (scratch / "bug.patch").read_text().startswith("From ")
     assert (scratch / "gen.c").exists()
+    assert "bucket" in (scratch / "triage.html").read_text()
     note = git(demo, "notes", "--ref=reduce", "show", "HEAD").stdout
     assert "count++" in note, note
     for run in (1, 2):  # the Python block, from the root of the clone
