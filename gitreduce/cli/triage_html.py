@@ -22,7 +22,7 @@ _INDEX_CSS = """
 table.buckets { border-collapse: collapse; width: 100%; }
 table.buckets > tbody > tr > td, table.buckets > thead > tr > th {
   border-top: 1px solid #ccc; padding: .4em; vertical-align: top; text-align: left; }
-td.sig { font-family: monospace; max-width: 24em; overflow-wrap: anywhere; }
+td.sig { font-family: monospace; min-width: 14em; max-width: 24em; overflow-wrap: anywhere; }
 ul.findings { margin: 0; padding-left: 1.2em; }
 """
 
