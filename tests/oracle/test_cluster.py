@@ -87,7 +87,7 @@ def test_the_same_candidate_runs_every_time_it_is_asked(executor, tmp_path):
 
 def test_stop_ends_the_runs_waiting_and_refuses_new_ones(executor, tmp_path):
     started = tmp_path / "started"
-    spec = TestSpec(f"echo >> {started}; sleep 2", "case.c", timeout=10)
+    spec = TestSpec(f"echo >> {started}; sleep 1", "case.c", timeout=10)
     errors: list[BaseException] = []
     with executor.runner(spec, jobs=2) as runner:
 
