@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -38,6 +39,7 @@ from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest, Store
 from gitreduce.lang import grammars
+from gitreduce.oracle.executor import ExecutorChoice, opened_executor, parse_executor, using
 from gitreduce.pair import ppr
 from gitreduce.pair.alignment import diff_ops
 from gitreduce.pair.current import PairCurrent
@@ -73,6 +75,7 @@ def reduce_file(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    executor: str = "local",
     progress: Callable[[Current], None] | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> Summary:
@@ -94,9 +97,14 @@ def reduce_file(
     the current best after every improvement; `echo` (from another thread) with a
     line saying what the run waits for when the test on the original takes more
     than two seconds (a hanging test would otherwise be silent until its
-    timeout). The reduced text is `Summary.result`;
-    `Summary.stats.pass_profile()` is what each pass cost.
+    timeout). `executor`: where the tests run, `local` (this process's threads,
+    the default), `dask-local` (a Dask LocalCluster started for the run, one
+    single-threaded worker per job) or `dask://HOST:PORT` (a running Dask
+    scheduler's workers, `jobs` tests in flight); see docs/cluster.md. The
+    reduced text is `Summary.result`; `Summary.stats.pass_profile()` is what
+    each pass cost.
     """
+    choice = parse_executor(executor)
     settings = SingleSettings(
         path=Path(path),
         test=test,
@@ -110,7 +118,8 @@ def reduce_file(
         output=Path(output) if output is not None else None,
         skip_passes=_skip_passes(skip_passes),
     )
-    return reduce_single_file(settings, progress, _request(branch, force, patch), echo)
+    with _executing(choice, settings.jobs, echo):
+        return reduce_single_file(settings, progress, _request(branch, force, patch), echo)
 
 
 def reduce_pair(
@@ -130,6 +139,7 @@ def reduce_pair(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    executor: str = "local",
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> PairSummary:
@@ -141,6 +151,7 @@ def reduce_pair(
     are `reduce_file`'s. The reduced programs are `PairSummary.seed` and
     `PairSummary.variant`; nothing is written but the result branch (or patch).
     """
+    choice = parse_executor(executor)
     algorithm = _algorithm(algorithm)
     variant_path = Path(variant)
     settings = PairSettings(
@@ -159,7 +170,8 @@ def reduce_pair(
         skip_passes=_skip_passes(skip_passes),
     )
     store = Store.near(variant_path)
-    return reduce_pair_texts(settings, store, progress, _request(branch, force, patch), echo)
+    with _executing(choice, settings.jobs, echo):
+        return reduce_pair_texts(settings, store, progress, _request(branch, force, patch), echo)
 
 
 def reduce_revisions(
@@ -181,6 +193,7 @@ def reduce_revisions(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    executor: str = "local",
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> PairSummary:
@@ -194,6 +207,7 @@ def reduce_revisions(
     line at a time, and what the run waits for as `reduce_file` says. The other
     options are `reduce_pair`'s.
     """
+    choice = parse_executor(executor)
     algorithm = _algorithm(algorithm)
     where = RevisionSettings(
         revisions=revisions,
@@ -216,7 +230,10 @@ def reduce_revisions(
         algorithm=algorithm,
         skip_passes=_skip_passes(skip_passes),
     )
-    return reduce_revision_range(where, settings, progress, _request(branch, force, patch), echo)
+    with _executing(choice, settings.jobs, echo):
+        return reduce_revision_range(
+            where, settings, progress, _request(branch, force, patch), echo
+        )
 
 
 def count_tokens(source: str | Path | bytes, language: str | None = None) -> int:
@@ -316,6 +333,16 @@ def _skip_passes(names: Iterable[str]) -> tuple[str, ...]:
         if name not in known:
             raise UserError(f"unknown pass {name!r}; known: {', '.join(known)}")
     return chosen
+
+
+@contextmanager
+def _executing(
+    choice: ExecutorChoice, jobs: int, echo: Callable[[str], None] | None
+) -> Iterator[None]:
+    """The run's tests go to `choice` while the block runs; a LocalCluster has one worker
+    per job, so that `jobs` means the same there as on this machine's threads."""
+    with opened_executor(choice, workers=jobs, notice=echo) as opened, using(opened):
+        yield
 
 
 def _polarity(interesting: bool) -> Literal["bisect", "interesting"]:

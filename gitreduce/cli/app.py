@@ -36,6 +36,7 @@ from gitreduce.cli.options import (
     AsJson,
     Branch,
     Debug,
+    ExecutorName,
     Force,
     InterestingCommand,
     Jobs,
@@ -192,6 +193,7 @@ def reduce(
     signature: Signature = None,
     any_failure: AnyFailure = False,
     repeat: Repeat = 1,
+    executor: ExecutorName = "local",
     output: Annotated[
         Path | None,
         typer.Option(
@@ -274,6 +276,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
+                executor=executor,
                 progress=observe,
                 echo=echo,
             )
@@ -330,6 +333,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
+                executor=executor,
                 progress=chain(progress, history, *counted),
                 echo=echo,
             )

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.core.errors import UserError
+from gitreduce.oracle.executor import parse_executor
 
 TestCommand = Annotated[
     str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
@@ -58,6 +59,28 @@ Repeat = Annotated[
         min=1,
         help="Run the test N times per candidate and go by the majority, for a test that fails "
         "only sometimes (default 1: a test that disagrees with itself is refused as flaky).",
+    ),
+]
+
+
+def executor_name(value: str) -> str:
+    """`--executor`'s check: a name `parse_executor` takes, refused before anything runs."""
+    try:
+        parse_executor(value)
+    except UserError as error:
+        raise typer.BadParameter(str(error)) from None
+    return value
+
+
+ExecutorName = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        metavar="local|dask-local|dask://HOST:PORT",
+        help="Where the tests run: local (this machine's threads); dask-local (a Dask "
+        "LocalCluster started for the run, one worker per job); dask://HOST:PORT (the workers "
+        "of a running Dask scheduler, --jobs tests in flight). See docs/cluster.md.",
+        callback=executor_name,
     ),
 ]
 Branch = Annotated[

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from gitreduce.core.errors import MisclassifiedOriginal, UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import Tally, describe, kind
-from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, Oracle
+from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT
 from gitreduce.oracle.spec import TestSpec, first_word
 
 MIN_RUNS = 2
@@ -50,7 +51,7 @@ def calibrate(
     """
     _require_executable(spec.command)
     provisional = replace(spec, timeout=spec.timeout or PROVISIONAL_TIMEOUT)
-    with Oracle(provisional, jobs=min(jobs, 2)) as oracle:
+    with open_runner(provisional, jobs=min(jobs, 2)) as oracle:
         runs = _runs(oracle, spec, content, parallel=jobs >= 2)
     outcomes = [outcome for outcome, _ in runs]
     first = _agreed(spec, outcomes)
@@ -100,7 +101,7 @@ def _agreed(spec: TestSpec, outcomes: list[Outcome]) -> Outcome:
     return outcomes[0]
 
 
-def _runs(oracle: Oracle, spec: TestSpec, content: bytes, *, parallel: bool) -> list[Run]:
+def _runs(oracle: TestRunner, spec: TestSpec, content: bytes, *, parallel: bool) -> list[Run]:
     """The runs calibration makes: see `calibrate`. The first must show that the test runs
     at all; more are made while the answer is open and, without --repeat, while cheap."""
     started = time.monotonic()
@@ -128,7 +129,7 @@ def _runs(oracle: Oracle, spec: TestSpec, content: bytes, *, parallel: bool) -> 
     return runs
 
 
-def _batch(oracle: Oracle, content: bytes, count: int) -> list[Run]:
+def _batch(oracle: TestRunner, content: bytes, count: int) -> list[Run]:
     """`count` runs of `content`, at the same time when more than one."""
     if count == 1:
         return [oracle.run_with_output(content)]

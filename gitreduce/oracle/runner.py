@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Protocol
 
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
@@ -105,8 +105,7 @@ class Oracle:
         self._running: set[subprocess.Popen[bytes]] = set()
         self._closed = False
         self._removed = False
-        with _open_lock:
-            _open.add(self)
+        track(self)
 
     def _make_slot(
         self, index: int, relative: PurePosixPath, command: str, environment: Mapping[str, str]
@@ -163,8 +162,7 @@ class Oracle:
                 return
             self._removed = True
         self._remove_root()
-        with _open_lock:
-            _open.discard(self)
+        untrack(self)
 
     def _remove_root(self) -> None:
         self._scratch.remove()
@@ -346,12 +344,29 @@ def _remove_entries(directory: Path) -> None:
                 os.unlink(entry.path)
 
 
-_open: weakref.WeakSet[Oracle] = weakref.WeakSet()  # every oracle not yet closed
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+_open: weakref.WeakSet[Stoppable] = weakref.WeakSet()  # every runner not yet closed
 _open_lock = threading.Lock()
 
 
+def track(runner: Stoppable) -> None:
+    """Have `stop_all` stop `runner` until `untrack(runner)`: for the runners that run tests
+    elsewhere (`gitreduce.oracle.cluster`), which an interrupt must stop like an oracle."""
+    with _open_lock:
+        _open.add(runner)
+
+
+def untrack(runner: Stoppable) -> None:
+    with _open_lock:
+        _open.discard(runner)
+
+
 def stop_all() -> None:
-    """Stop every open oracle of this process: what an interrupt does, from any thread.
+    """Stop every open oracle (and tracked runner) of this process: what an interrupt does,
+    from any thread.
 
     Process-wide like the signal that asks for it; a calibration's oracle is
     as much this run's as the reduction's.

@@ -23,8 +23,9 @@ from gitreduce.core.outcome import Outcome
 from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
+from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import repeated
-from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, Oracle, stop_all
+from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, stop_all
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions.interrupts import deferred
 
@@ -147,7 +148,7 @@ class CalibratedRun:
     engine: Engine
     spec: TestSpec
     reference: Outcome | None
-    oracle: Oracle
+    oracle: TestRunner
     cache: GitVerdictCache
     interrupted: bool = False
     verified: bool = False
@@ -188,7 +189,7 @@ def calibrated_run(
             with suppress(Interrupted):
                 spec, reference, cache = _calibrate(store, spec, warnings, calibrate, caches, cache)
         calibration_seconds = time.monotonic() - calibration_started
-        with Oracle(spec, jobs) as oracle:
+        with open_runner(spec, jobs) as oracle:
             run: CalibratedRun
             engine = Engine(
                 cache.recording(repeated(oracle.run, spec)),

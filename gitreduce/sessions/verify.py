@@ -26,8 +26,8 @@ from typing import Generic, TypeVar
 from gitreduce.core.engine import Accepts, blob_id
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome
+from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import describe
-from gitreduce.oracle.runner import Oracle
 from gitreduce.sessions.run import CalibratedRun
 
 STABLE_RUNS = 3
@@ -60,7 +60,7 @@ def settle(run: CalibratedRun, chain: Sequence[T], checks: Checks[T]) -> Settled
     total = max(STABLE_RUNS, run.spec.repeat)
     unstable = failure = ""
     seen: dict[str, str] = {}  # texts found unstable (by key): what their runs said
-    with Oracle(run.spec, jobs=1) as alone:
+    with open_runner(run.spec, jobs=1) as alone:
         for back, entry in enumerate(reversed(chain)):
             found = _first_failure(run, alone, checks(entry), total, seen)
             if found is None:
@@ -88,7 +88,7 @@ def backed_off(settled: Settled[T], size: str) -> str:
 
 def _first_failure(
     run: CalibratedRun,
-    alone: Oracle,
+    alone: TestRunner,
     checks: list[tuple[bytes, Accepts, str]],
     total: int,
     seen: dict[str, str],
@@ -108,7 +108,7 @@ def _first_failure(
 
 
 def _stable_runs(
-    run: CalibratedRun, alone: Oracle, text: bytes, accepts: Accepts, total: int
+    run: CalibratedRun, alone: TestRunner, text: bytes, accepts: Accepts, total: int
 ) -> list[Outcome] | None:
     """None when `text` is stably what `accepts` asks: a local verdict says so for `total`
     runs alone, or `total` runs now do (with --repeat, a majority of them). Else the runs."""
