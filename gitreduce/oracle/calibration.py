@@ -154,17 +154,24 @@ def _require_executable(command: str) -> None:
 def _require_runnable(spec: TestSpec, outcome: Outcome, output: str, timeout: float) -> None:
     if outcome.verdict is Verdict.TIMEOUT:
         raise UserError(f"the test timed out on the original after {timeout:g} s")
-    cannot_run = {127: ("not found",), 126: ("permission denied", "cannot execute")}
-    markers = cannot_run.get(outcome.exit_code or 0)
+    reason = cannot_run(spec, outcome, output)
+    if reason is not None:
+        raise UserError(reason)
+
+
+def cannot_run(spec: TestSpec, outcome: Outcome, output: str) -> str | None:
+    """Why the test command itself could not run (the shell's exit 127 or 126 with its
+    message), or None: such a run says nothing about the candidate."""
+    cannot = {127: ("not found",), 126: ("permission denied", "cannot execute")}
+    markers = cannot.get(outcome.exit_code or 0)
     lowered = output.lower()
-    if markers is not None and any(marker in lowered for marker in markers):
-        word = first_word(spec.command)
-        hint = ""
-        if word is not None and "/" not in word and Path(word).is_file():
-            hint = f" (to run the file in the current directory, write ./{word})"
-        raise UserError(
-            f"the test command could not run (exit {outcome.exit_code}): {_last_line(output)}{hint}"
-        )
+    if markers is None or not any(marker in lowered for marker in markers):
+        return None
+    word = first_word(spec.command)
+    hint = ""
+    if word is not None and "/" not in word and Path(word).is_file():
+        hint = f" (to run the file in the current directory, write ./{word})"
+    return f"the test command could not run (exit {outcome.exit_code}): {_last_line(output)}{hint}"
 
 
 def _describe(outcome: Outcome) -> str:

@@ -39,6 +39,7 @@ from gitreduce.git.findings import Finding, commits_in, examine, find_findings
 from gitreduce.git.results import result_branch_name
 from gitreduce.git.revisions import find_repository
 from gitreduce.git.store import Store
+from gitreduce.oracle.calibration import cannot_run
 from gitreduce.oracle.executor import Executor, opened_executor, parse_executor
 from gitreduce.oracle.runner import stop_all
 from gitreduce.oracle.spec import TestSpec, anchored
@@ -520,7 +521,11 @@ def _probe(
             timeout=timeout,
         )
         with executor.runner(spec, 1) as runner:
-            return runner.run(job.variant)
+            outcome, output = runner.run_with_output(job.variant)
+        reason = cannot_run(spec, outcome, output)
+        if reason is not None:
+            raise UserError(f"{result.label} {result.path}: {reason}")
+        return outcome
 
     with ThreadPoolExecutor(parallel, thread_name_prefix="probe") as pool:
         outcomes = list(pool.map(_quiet(probe), jobs))
@@ -688,7 +693,8 @@ def _blobs(repo: pygit2.Repository, tree: pygit2.Tree) -> Iterator[pygit2.Blob]:
 def _misclassified(error: str) -> bool:
     """Whether a refused reduction's reason is the originals' verdicts (see `calibrate_pair`),
     not a problem of the environment that a rerun could find fixed."""
-    return _without_prefix(error).startswith(("seed:", "variant:"))
+    reason = _without_prefix(error)
+    return reason.startswith(("seed:", "variant:")) and "the original input is not" in reason
 
 
 def _without_prefix(line: str) -> str:

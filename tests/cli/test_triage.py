@@ -174,3 +174,37 @@ def test_an_interrupted_triage_resumes_from_the_cache(tmp_path: Path, how: int) 
     assert [finding["status"] for finding in rerun["findings"]] == ["reduced", "reduced"]
     # The interrupted reductions' verdicts were cached and are reused.
     assert sum(finding["cache_hits"] for finding in rerun["findings"]) > 0
+
+
+def _reduced_pairs(summary: dict[str, object]) -> dict[str, str]:
+    return {finding["path"]: finding["diff"] for finding in summary["findings"]}
+
+
+def test_a_real_dask_cluster_gives_the_same_pairs_as_local_threads(
+    tmp_path: Path, dask_address: str
+) -> None:
+    """The suite's `dask scheduler` and two `dask worker`s, and a LocalCluster started for
+    the run: the same findings, in fresh repositories, reduce to byte-identical pairs."""
+    bugs = ["div", "shift", "div"]
+    results = {}
+    for executor in ("local", dask_address, "dask-local"):
+        where = tmp_path / executor.replace(":", "-").replace("/", "")
+        where.mkdir()
+        repo, env, _ = findings_repo(where, bugs)
+        summary = _summary(triage(repo, env, "--json", "--executor", executor, "--workers", "2"))
+        assert summary["executor"] == executor
+        assert [f["status"] for f in summary["findings"]] == ["reduced"] * 3
+        assert len(summary["buckets"]) == 2
+        results[executor] = _reduced_pairs(summary)
+    assert results["local"] == results[dask_address] == results["dask-local"]
+
+
+def test_a_cluster_that_cannot_run_the_test_fails_in_one_line(
+    tmp_path: Path, dask_address: str
+) -> None:
+    repo, env, _ = findings_repo(tmp_path, ["div"])
+    run_git(repo, env, "config", "gitreduce.test.gcc.command", "/nonexistent/test.sh {}")
+    result = triage(repo, env, "--executor", dask_address, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "/nonexistent/test.sh" in lines[0], result.stderr
