@@ -195,7 +195,7 @@ def test_a_test_defined_in_the_global_config_runs(
     commit_reusing_the_message(mine, env, finding)
     note = wait_for_note(mine, env, "HEAD")
     assert ran.exists()
-    assert note.startswith("git reduce failed")  # the defined test calls the seed bad
+    assert note.startswith("git reduce: not reproduced:")  # the defined test calls the seed bad
     assert "Test: touch" in note and "(gitreduce.test.evil.command)" in note
     assert not (tmp_path / "pwned").exists()
 
