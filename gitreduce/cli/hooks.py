@@ -26,7 +26,9 @@ app = typer.Typer(
         "parent in the background, with the test your own config defines for NAME "
         "(git config gitreduce.test.NAME.command 'CMD'; a commit message never supplies a "
         "command), and the minimal failure-inducing change is attached to it as a note: "
-        "git log --notes=reduce.\n\nExit codes: 0 done, 2 error (one line)."
+        "git log --notes=reduce. Commits are queued and one `git reduce triage --queue` "
+        "reduces them, gitreduce.triage.workers at a time (default 1)."
+        "\n\nExit codes: 0 done, 2 error (one line)."
     ),
 )
 
