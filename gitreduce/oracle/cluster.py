@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import distributed
+from distributed.utils import silence_logging_cmgr
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome
@@ -64,6 +65,7 @@ _SETTLE_SECONDS = 5.0
 # Oracles a worker process keeps for tests it may meet again (a rerun, the re-verification).
 _KEPT_ORACLES = 8
 _PLAIN_WORD = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-@%,:")
+_QUIET = logging.CRITICAL + 1  # Dask's log level while it serves a run: nothing
 _NEEDS = "workers need the test's tools, and its scripts at the same absolute path"
 
 
@@ -182,8 +184,15 @@ class DaskExecutor:
     def opened(
         cls, choice: ExecutorChoice, *, workers: int | None, notice: Notice | None
     ) -> Iterator[DaskExecutor]:
-        """Connected to `choice`'s scheduler, or to a LocalCluster started for the block."""
+        """Connected to `choice`'s scheduler, or to a LocalCluster started for the block.
+
+        Dask's own log lines are silenced meanwhile (its workers' too, in a
+        LocalCluster): what they would say (a lost connection, a dead worker)
+        ends the run as one `UserError` line of ours, and a traceback in the
+        middle of the progress output would help no one.
+        """
         with ExitStack() as stack:
+            stack.enter_context(silence_logging_cmgr(_QUIET))
             if choice.kind == "dask-local":
                 cluster = stack.enter_context(_local_cluster(workers or os.cpu_count() or 1))
                 client = distributed.Client(cluster, set_as_default=False)
@@ -386,7 +395,7 @@ def _local_cluster(workers: int) -> distributed.LocalCluster:
         processes=True,
         dashboard_address=None,
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        silence_logs=logging.ERROR,
+        silence_logs=_QUIET,
         preload=[__name__],
     )
 
