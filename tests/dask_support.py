@@ -23,6 +23,7 @@ def dask_cluster(directory: Path, workers: int = 2) -> Iterator[str]:
     (their logs, scratch space and the tests' $TMPDIR); yields `dask://127.0.0.1:PORT`."""
     directory.mkdir(parents=True, exist_ok=True)
     scheduler_file = directory / "scheduler.json"
+    scheduler_file.unlink(missing_ok=True)  # an earlier cluster's would name a dead scheduler
     env = {**os.environ, "TMPDIR": str(directory)}
     loopback = ["--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0", "--no-dashboard"]
     with ExitStack() as stack:

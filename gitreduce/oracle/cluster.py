@@ -31,6 +31,7 @@ cannot interrupt a running task. Waiting runs look at the stop flag every
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shlex
@@ -39,12 +40,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import CancelledError
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import distributed
+import distributed.comm
+from distributed.utils import silence_logging_cmgr
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome
@@ -64,6 +67,7 @@ _SETTLE_SECONDS = 5.0
 # Oracles a worker process keeps for tests it may meet again (a rerun, the re-verification).
 _KEPT_ORACLES = 8
 _PLAIN_WORD = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-@%,:")
+_QUIET = logging.CRITICAL + 1  # Dask's log level while it serves a run: nothing
 _NEEDS = "workers need the test's tools, and its scripts at the same absolute path"
 
 
@@ -182,8 +186,15 @@ class DaskExecutor:
     def opened(
         cls, choice: ExecutorChoice, *, workers: int | None, notice: Notice | None
     ) -> Iterator[DaskExecutor]:
-        """Connected to `choice`'s scheduler, or to a LocalCluster started for the block."""
+        """Connected to `choice`'s scheduler, or to a LocalCluster started for the block.
+
+        Dask's own log lines are silenced meanwhile (its workers' too, in a
+        LocalCluster): what they would say (a lost connection, a dead worker)
+        ends the run as one `UserError` line of ours, and a traceback in the
+        middle of the progress output would help no one.
+        """
         with ExitStack() as stack:
+            stack.enter_context(silence_logging_cmgr(_QUIET))
             if choice.kind == "dask-local":
                 cluster = stack.enter_context(_local_cluster(workers or os.cpu_count() or 1))
                 client = distributed.Client(cluster, set_as_default=False)
@@ -270,8 +281,8 @@ class ClusterRunner:
     def __init__(self, executor: DaskExecutor, task: Task, jobs: int) -> None:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, not {jobs}")
-        self.spec = task.spec
-        self.timeout = task.spec.timeout or PROVISIONAL_TIMEOUT
+        assert task.spec.timeout is not None  # `Task.of` sets it
+        self.timeout = task.spec.timeout
         self._executor = executor
         self._task = task
         self._jobs = jobs
@@ -363,13 +374,39 @@ class ClusterRunner:
 
 
 def _connect(choice: ExecutorChoice) -> distributed.Client:
+    """A client of `choice`'s scheduler, or a `UserError` within about `CONNECT_SECONDS`.
+
+    Dask bounds the TCP connection but not the handshake after it, so a port
+    where something else listens would hold the client forever, and a Dask
+    worker's port fails it with a traceback: a handshake of our own, with a
+    deadline, asks who answers first.
+    """
     try:
-        return distributed.Client(choice.scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
-    except (OSError, TimeoutError):
+        with ThreadPoolExecutor(1) as pool:  # a loop of its own, whatever the caller runs
+            server = pool.submit(asyncio.run, _identity(choice.scheduler)).result()
+    except OSError:
         raise UserError(
             f"cannot reach the Dask scheduler at {choice} within {CONNECT_SECONDS:g} s "
-            f"(is `dask scheduler` running there?)"
+            "(is `dask scheduler` running there?)"
         ) from None
+    if server != "Scheduler":
+        raise UserError(f"{choice} is not a Dask scheduler's address (a {server} answers there)")
+    return distributed.Client(choice.scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+
+
+async def _identity(address: str) -> str:
+    """What kind of Dask server listens at `address` (`Scheduler`, `Worker`, `Nanny`)."""
+
+    async def ask() -> str:
+        comm = await distributed.comm.connect(address, timeout=CONNECT_SECONDS)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            answer = await comm.read()
+        finally:
+            await comm.close()
+        return str(answer.get("type")) if isinstance(answer, dict) else "server"
+
+    return await asyncio.wait_for(ask(), CONNECT_SECONDS)
 
 
 def _local_cluster(workers: int) -> distributed.LocalCluster:
@@ -386,7 +423,7 @@ def _local_cluster(workers: int) -> distributed.LocalCluster:
         processes=True,
         dashboard_address=None,
         scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-        silence_logs=logging.ERROR,
+        silence_logs=_QUIET,
         preload=[__name__],
     )
 

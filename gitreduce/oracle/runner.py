@@ -353,8 +353,8 @@ _open_lock = threading.Lock()
 
 
 def track(runner: Stoppable) -> None:
-    """Have `stop_all` stop `runner` until `untrack(runner)`: for the runners that run tests
-    elsewhere (`gitreduce.oracle.cluster`), which an interrupt must stop like an oracle."""
+    """Have `stop_all` stop `runner` until `untrack(runner)`: every oracle, and the runners
+    that run tests elsewhere (`gitreduce.oracle.cluster`), which an interrupt stops alike."""
     with _open_lock:
         _open.add(runner)
 

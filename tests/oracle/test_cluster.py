@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dask
+import distributed
 import pytest
 from dask_support import dask_cluster
 from support import eventually, script, sleep_marker, sleeping
@@ -138,17 +139,26 @@ def test_shell_builtins_need_no_program(executor):
         assert runner.run(b"x").verdict is Verdict.BAD
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def test_a_port_that_never_answers_is_one_error_naming_it():
+    """Something listens there but says nothing: Dask alone would wait forever."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"dask://127.0.0.1:{silent.getsockname()[1]}"
+        with (
+            pytest.raises(UserError, match=f"cannot reach the Dask scheduler at {address}"),
+            opened_executor(parse_executor(address)),
+        ):
+            pass
 
 
-def test_an_unreachable_scheduler_is_one_error_naming_it():
-    address = f"dask://127.0.0.1:{free_port()}"
+def test_a_workers_address_is_not_taken_for_the_schedulers(dask_address):
+    scheduler = parse_executor(dask_address).scheduler
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        worker = sorted(client.nthreads())[0].removeprefix("tcp://")
     with (
-        pytest.raises(UserError, match=f"cannot reach the Dask scheduler at {address}"),
-        opened_executor(parse_executor(address)),
+        pytest.raises(UserError, match=f"dask://{worker} is not a Dask scheduler's address"),
+        opened_executor(parse_executor(f"dask://{worker}")),
     ):
         pass
 
