@@ -41,7 +41,7 @@ EPOCH = 1767225600  # 2026-01-01T00:00:00Z: the first commit's date; each next o
 
 @dataclass(frozen=True)
 class Bug:
-    """A gcc warning made an error, and the mutations that draw it.
+    """A gcc warning made an error (`-Werror=NAME`), and the mutations that draw it.
 
     Templates fill `{v}` with a variable in scope, `{k}` with a small constant, `{w}`
     with a shift count too wide for `long`; `rewrite` turns an assignment `{t} = {e};`
@@ -51,45 +51,32 @@ class Bug:
 
     name: str
     weight: int
-    flag: str
-    signature: str
+    message: str
     inserts: tuple[str, ...]
     rewrite: str | None
 
+    @property
+    def signature(self) -> str:
+        return f"error: {self.message} [-Werror={self.name}]"
+
 
 BUGS = (
-    Bug(
-        "div-by-zero",
-        4,
-        "-Werror=div-by-zero",
-        "error: division by zero [-Werror=div-by-zero]",
-        ("{v} = {v} / 0;", "{v} %= 0;", "{v} = ({v} + {k}) / 0;"),
-        "{t} = {e} / 0;",
-    ),
+    Bug("div-by-zero", 4, "division by zero", ("{v} = {v} / 0;", "{v} %= 0;"), "{t} = {e} / 0;"),
     Bug(
         "shift-count-overflow",
         3,
-        "-Werror=shift-count-overflow",
-        "error: left shift count >= width of type [-Werror=shift-count-overflow]",
+        "left shift count >= width of type",
         ("{v} = {v} << {w};", "{v} <<= {w};"),
         "{t} = {e} << {w};",
     ),
     Bug(
-        "self-comparison",
+        "tautological-compare",
         2,
-        "-Werror=tautological-compare",
-        "error: self-comparison always evaluates to true [-Werror=tautological-compare]",
+        "self-comparison always evaluates to true",
         ("if ({v} == {v}) {v} = {k};", "{v} = ({v} >= {v}) ? {k} : {v};"),
         None,
     ),
-    Bug(
-        "unused-value",
-        1,
-        "-Werror=unused-value",
-        "error: statement with no effect [-Werror=unused-value]",
-        ("{v} + {k};", "{v} == {k};"),
-        "{e};",
-    ),
+    Bug("unused-value", 1, "statement with no effect", ("{v} + {k};", "{v} == {k};"), "{e};"),
 )
 
 # The layout gen_c.py writes: globals, then functions whose locals are `__auto_type`.
@@ -113,7 +100,7 @@ class Site:
 
 @dataclass(frozen=True)
 class Finding:
-    index: int
+    number: str  # NN of fNN.c
     bug: Bug
     seed: str
     variant: str
@@ -216,15 +203,16 @@ def bug_order(count: int, seed: int) -> list[Bug]:
 def plan(count: int, seed: int, *, one_seed: bool) -> list[Finding]:
     programs = seed_programs(seed)
     first = next(programs)
+    width = max(2, len(str(count - 1)))
     return [
-        Finding(i, bug, text, mutate(text, bug, random.Random(f"mutate:{seed}:{i}")))
+        Finding(f"{i:0{width}d}", bug, text, mutate(text, bug, random.Random(f"mutate:{seed}:{i}")))
         for i, bug in enumerate(bug_order(count, seed))
         for text in [first if one_seed or i == 0 else next(programs)]
     ]
 
 
 def test_script(sleep: float) -> str:
-    flags = " ".join(bug.flag for bug in BUGS)
+    flags = " ".join(f"-Werror={bug.name}" for bug in BUGS)
     return f"""#!/bin/sh
 # {TEST_NAME}.sh FILE: gcc -O1 with four warnings made errors. As git bisect run reads it:
 #   0    FILE compiles (good)
@@ -282,27 +270,26 @@ def build_repository(dest: Path, findings: list[Finding], sleep: float) -> list[
     script = write_script(dest / SCRIPT_PATH, sleep)
     repo.commit(f"fuzzing setup: the {TEST_NAME} test", SCRIPT_PATH)
     repo.git("config", f"gitreduce.test.{TEST_NAME}.command", f"{shlex.quote(str(script))} {{}}")
-    width = max(2, len(str(len(findings) - 1)))
+    (dest / "findings").mkdir()
     manifest = []
     for finding in findings:
-        number = f"{finding.index:0{width}d}"
-        path = f"findings/f{number}.c"
-        (dest / "findings").mkdir(exist_ok=True)
+        path = f"findings/f{finding.number}.c"
         (dest / path).write_text(finding.seed)
-        seed = repo.commit(f"fuzz: seed {number}", path)
+        seed = repo.commit(f"fuzz: seed {finding.number}", path)
         (dest / path).write_text(finding.variant)
-        variant = repo.commit(f"fuzz: finding {number}\n\nReduce-Test: {TEST_NAME}", path)
+        message = f"fuzz: finding {finding.number}\n\nReduce-Test: {TEST_NAME}"
+        variant = repo.commit(message, path)
         manifest.append({"path": path, "seed": seed, "variant": variant, "bug": finding.bug.name})
     return manifest
 
 
-def build_directory(dest: Path, findings: list[Finding], sleep: float) -> None:
+def build_directory(dest: Path, findings: list[Finding], sleep: float) -> list[dict[str, str]]:
     write_script(dest / f"{TEST_NAME}.sh", sleep)
     (dest / "seed.c").write_text(findings[0].seed)
     (dest / "variants").mkdir()
-    width = max(2, len(str(len(findings) - 1)))
     for finding in findings:
-        (dest / "variants" / f"f{finding.index:0{width}d}.c").write_text(finding.variant)
+        (dest / "variants" / f"f{finding.number}.c").write_text(finding.variant)
+    return [{"path": f"variants/f{f.number}.c", "bug": f.bug.name} for f in findings]
 
 
 def judge(script: Path, name: str, text: str) -> tuple[int, str | None]:
@@ -357,14 +344,10 @@ def main(argv: list[str] | None = None) -> int:
     findings = plan(args.findings, args.seed, one_seed=args.dest is None)
     if args.dest is not None:
         manifest = build_repository(args.dest, findings, args.sleep)
-        script, names = args.dest / SCRIPT_PATH, [entry["path"] for entry in manifest]
+        script = args.dest / SCRIPT_PATH
     else:
-        build_directory(args.variants_dir, findings, args.sleep)
+        manifest = build_directory(args.variants_dir, findings, args.sleep)
         script = args.variants_dir / f"{TEST_NAME}.sh"
-        names = [f"variants/{path.name}" for path in sorted(args.variants_dir.glob("variants/*"))]
-        manifest = [
-            {"path": name, "bug": f.bug.name} for name, f in zip(names, findings, strict=True)
-        ]
     if args.manifest:
         args.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
     seconds = time.monotonic() - start
@@ -374,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {count:3d}  {bug.name:22s} {bug.signature}")
     if args.check:
         start = time.monotonic()
-        problems = check(script.resolve(), findings, names)
+        problems = check(script.resolve(), findings, [entry["path"] for entry in manifest])
         for problem in problems:
             print(f"check: {problem}", file=sys.stderr)
         if problems:

@@ -18,7 +18,7 @@ SIGNATURES = {
     "shift-count-overflow": (
         "error: left shift count >= width of type [-Werror=shift-count-overflow]"
     ),
-    "self-comparison": (
+    "tautological-compare": (
         "error: self-comparison always evaluates to true [-Werror=tautological-compare]"
     ),
     "unused-value": "error: statement with no effect [-Werror=unused-value]",
