@@ -1,6 +1,7 @@
 """The triage fixture: a repository of fuzzer findings built on demand, judged by real gcc."""
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -126,3 +127,28 @@ def test_a_non_empty_destination_and_too_few_findings_are_refused(tmp_path):
     refused = build(tmp_path / "new", "--findings", "3")
     assert refused.returncode == 2 and "--findings must be at least 4" in refused.stderr
     assert not (tmp_path / "new").exists()
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_scaling_benchmarks_cluster_has_its_workers_and_stops_them(tmp_path):
+    from distributed import Client
+    from triage.scaling import cluster
+
+    with cluster(2, tmp_path) as address, Client(address, timeout=30) as client:
+        assert address.startswith("tcp://127.0.0.1:")
+        assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [1, 1]
+        pids = [*client.run(os.getpid).values(), client.run_on_scheduler(os.getpid)]
+        assert all(alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "dask-2-0.log",
+        "dask-2-1.log",
+        "dask-2-2.log",
+    ]
