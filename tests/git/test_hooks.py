@@ -279,7 +279,7 @@ def test_gitreduce_hook_0_turns_it_off(repo: Path, env: dict[str, str]) -> None:
 def test_a_burst_of_findings_never_runs_more_reductions_than_the_bound(
     repo: Path, env: dict[str, str], bound: int
 ) -> None:
-    """Ten findings committed in a loop: one drain reduces them `bound` at a time (a process
+    """Six findings committed in a loop: one drain reduces them `bound` at a time (a process
     count sampled all along), and every one of them gets its note."""
     hooks.install(repo)
     if bound != 1:
@@ -289,7 +289,7 @@ def test_a_burst_of_findings_never_runs_more_reductions_than_the_bound(
     script.chmod(0o755)
     run_git(repo, env, "config", "gitreduce.test.gcc.command", f"{script} {{}}")
     shas = []
-    for number in range(1, 11):
+    for number in range(1, 7):
         path = repo / f"f{number}.c"
         seed = SEED.format(n=number)
         path.write_text(seed)
