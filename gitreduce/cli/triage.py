@@ -23,14 +23,8 @@ from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.cli.options import Debug, Quiet, TestTimeout, reported_errors
 from gitreduce.cli.triage_html import write_index
 from gitreduce.core.errors import UserError
-from gitreduce.sessions.triage import (
-    INTERRUPTED,
-    REDUCED,
-    FindingResult,
-    TriageSettings,
-    TriageState,
-    triage,
-)
+from gitreduce.sessions.triage import TriageSettings, triage
+from gitreduce.sessions.triage_state import INTERRUPTED, REDUCED, FindingResult, TriageState
 
 HELP = (
     "Reduce many findings, a bounded number at a time, and group them by failure signature."

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gitreduce.cli.html import CSS, side_by_side
 from gitreduce.core.errors import UserError
-from gitreduce.sessions.triage import FindingResult, TriageState
+from gitreduce.sessions.triage_state import FindingResult, TriageState
 
 _INDEX_CSS = """
 table.buckets { border-collapse: collapse; width: 100%; }
