@@ -11,8 +11,11 @@ on 127.0.0.1, runs `git reduce triage --all --executor dask://... --workers K --
 Reports findings/hour, tests/s, wall, and the parallel efficiency
 throughput(K) / (K * throughput(first K)) in findings/hour; with --compare-local the
 same triage with `--executor local` too, and the Dask path's cost per test. Writes
-NAME.json and NAME.md (default benchmarks/results/DATE-triage-scaling). Run it with a
-virtualenv whose gitreduce has the Dask executor: its git-reduce and dask are used.
+NAME.json and NAME.md (default benchmarks/results/DATE-triage-scaling). CPU ms/test
+(everything the run started: triage, reductions, Dask processes, the tests) and the
+1-minute load average before and after each run tell a busy machine from a slow path.
+Run it with a virtualenv whose gitreduce has the Dask executor: its git-reduce and
+dask are used.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -127,6 +131,12 @@ def build(dest: Path, args: argparse.Namespace) -> None:
     subprocess.run([*builder, *options], check=True, stdout=subprocess.DEVNULL)
 
 
+def cpu_seconds() -> float:
+    """CPU time of this script's finished descendants: triage, its reductions, Dask, gcc."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def row(kind: str, workers: int, result: dict[str, Any]) -> dict[str, Any]:
     wall = result["measured_wall_seconds"]
     reduced = result["counts"]["reduced"]
@@ -139,7 +149,9 @@ def row(kind: str, workers: int, result: dict[str, Any]) -> dict[str, Any]:
         "wall_seconds": round(wall, 2),
         "findings_per_hour": round(reduced * 3600 / wall, 1),
         "tests_per_second": round(result["tests_run"] / wall, 2),
+        "cpu_ms_per_test": round(result["cpu_seconds"] * 1000 / result["tests_run"], 1),
         "load_before": round(result["load_before"], 2),
+        "load_after": round(os.getloadavg()[0], 2),
         "diffs": {finding["id"]: finding["diff"] for finding in result["findings"]},
     }
 
@@ -153,14 +165,15 @@ def markdown(rows: list[dict[str, Any]], setup: dict[str, Any]) -> str:
         f"Command: `{setup['command']}`",
         "",
         "| executor | workers | reduced | buckets | tests | wall s | findings/h | tests/s "
-        "| efficiency | same results as first row | load before |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| efficiency | same results as first row | CPU ms/test | load before, after |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['executor']} | {r['workers']} | {r['reduced']} | {r['buckets']} | {r['tests']} "
             f"| {r['wall_seconds']} | {r['findings_per_hour']} | {r['tests_per_second']} "
-            f"| {r['efficiency']} | {r['same_results']} | {r['load_before']} |"
+            f"| {r['efficiency']} | {r['same_results']} | {r['cpu_ms_per_test']} "
+            f"| {r['load_before']}, {r['load_after']} |"
         )
     lines += ["", *setup["overheads"]]
     return "\n".join(lines) + "\n"
@@ -186,11 +199,13 @@ def main(argv: list[str] | None = None) -> int:
             for kind in kinds:
                 repo = Path(scratch) / f"repo-{kind}-{workers}"
                 build(repo, args)
+                before = cpu_seconds()
                 if kind == "local":
                     result = triage(repo, "local", workers, logs)
                 else:
                     with cluster(workers, logs) as address:
                         result = triage(repo, address.replace("tcp://", "dask://"), workers, logs)
+                result["cpu_seconds"] = cpu_seconds() - before
                 rows.append(row(kind, workers, result))
                 print(
                     f"{kind:5s} K={workers}: {rows[-1]['reduced']} reduced, {rows[-1]['tests']} "
