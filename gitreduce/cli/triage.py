@@ -213,13 +213,14 @@ class TriagePrinter:
         if last is not None and last.status in _STATUS_MARKS and last.key not in self._announced:
             self._announced.add(last.key)
             self._console.print(_finding_line(last), highlight=False, markup=False)
-        if state.elapsed - self._last_shown < self._interval and last is None:
+        if self._status is None and last is not None:
+            return  # in a log, a finding's own line says what changed
+        if last is None and state.elapsed - self._last_shown < self._interval:
             return
         self._last_shown = state.elapsed
         line = status_line(state)
         if self._status is None:
-            if last is None:
-                self._console.print(line, highlight=False, markup=False)
+            self._console.print(line, highlight=False, markup=False)
             return
         self._status.update(line)
         if not self._started:

@@ -16,6 +16,9 @@ from hook_support import note_of, reductions_in, run_git
 from support import eventually
 from triage_support import SIGNATURES, file_at, findings_repo, reduce_cmd, triage
 
+from gitreduce.cli.triage import status_line
+from gitreduce.sessions.triage_state import FindingResult, TriageState
+
 SCHEMA = json.loads(resources.files("gitreduce").joinpath("schema.json").read_text())
 
 
@@ -208,3 +211,14 @@ def test_a_cluster_that_cannot_run_the_test_fails_in_one_line(
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "/nonexistent/test.sh" in lines[0], result.stderr
+
+
+def test_the_status_line_counts_findings_buckets_and_tests() -> None:
+    done = FindingResult("a", "a1", "a" * 40, "f.c", "gcc", "cmd", status="reduced")
+    done.signature, done.diff_tokens, done.wall_seconds = "exit 1: boom", [9, 2], 4.0
+    waiting = FindingResult("b", "b1", "b" * 40, "g.c", "gcc", "cmd")
+    state = TriageState([done, waiting], workers=2)
+    state.tests_done = 12
+    line = status_line(state)
+    assert line.startswith("findings 1/2 done, 0 running, 1 queued  buckets 1  tests 12")
+    assert "ETA 2s" in line  # one finding left, 4 s each, two at a time
