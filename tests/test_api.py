@@ -281,6 +281,7 @@ REFERENCE_PAIRS = {
     "benchmarks/cases/gxx12-pr109804": (3933, 4025, 190),
     "benchmarks/cases/rustc195-105238": (2364, 2498, 244),
     "benchmarks/cases/toy-gcc-pattern": (1175, 1183, 22),
+    "fixtures/csmith-23k": (23276, 23089, 2017),
     "fixtures/pairs/sequence-point": (262, 281, 21),
     "fixtures/ppr-figure1": (121, 143, 26),
     "fixtures/ppr-figure3": (92, 89, 21),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gitreduce.core import edits
 from gitreduce.core.ddmin import Subset, ddmin
-from gitreduce.core.engine import Engine
+from gitreduce.core.engine import Engine, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 
@@ -44,7 +44,7 @@ class Current:
         return self._first([candidate], len(candidate) + 1) is not None
 
     def _first(self, candidates: Iterable[bytes], smaller_than: int) -> int | None:
-        precheck = self.syntax.acceptable if self.syntax else None
+        precheck = syntax_gate(self.syntax, self.text) if self.syntax else None
         found = self.engine.first_success(
             candidates, smaller_than=smaller_than, label=self.label, precheck=precheck
         )
@@ -68,6 +68,22 @@ class Current:
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
         return self.try_candidates([rewrite(self.text)]) is not None
+
+
+def syntax_gate(syntax: Syntax, parent: bytes | None = None) -> Precheck:
+    """The syntax check for candidates made from known texts.
+
+    A rendered candidate names its base and where it differs from it; any
+    other is compared with `parent`, the text it most likely came from. Either
+    way the check re-parses a known tree incrementally instead of the whole text.
+    """
+
+    def acceptable(text: bytes) -> bool:
+        if isinstance(text, edits.Rendered):
+            return syntax.acceptable(text, text.base, text.splices)
+        return syntax.acceptable(text, parent)
+
+    return acceptable
 
 
 def render_deletions(text: bytes, ranges: Iterable[tuple[int, int]]) -> bytes:

@@ -35,6 +35,9 @@ class Rendered(bytes):
 
     base: bytes
     edits: tuple[Edit, ...]
+    # What was written where, in `base`'s offsets: `edits` as rendered, with the space a
+    # deletion left between two words. The syntax check re-parses `base`'s tree there.
+    splices: tuple[tuple[int, int, bytes], ...]
 
 
 def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
@@ -46,6 +49,7 @@ def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
     """
     ordered = sorted(edits)
     pieces: list[bytes] = []
+    splices: list[tuple[int, int, bytes]] = []
     position = 0
     last_byte = -1
     for edit in ordered:
@@ -69,11 +73,13 @@ def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
         if replacement:
             pieces.append(replacement)
             last_byte = replacement[-1]
+        splices.append((edit.start, edit.end, replacement))
         position = edit.end
     pieces.append(text[position:])
     rendered = Rendered(b"".join(pieces))
     rendered.base = text
     rendered.edits = tuple(ordered)
+    rendered.splices = tuple(splices)
     return rendered
 
 

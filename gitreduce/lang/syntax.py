@@ -2,12 +2,25 @@
 
 A token is a non-empty, non-comment leaf of the parse tree, the same rule the
 benchmark's tokens.py uses, so the sizes we report are the sizes it measures.
+
+The check (`Syntax.acceptable`) is asked about every candidate, and most
+candidates are a known text with a few spans cut out. Re-parsing a
+20,000-token file from scratch for each would cost a large part of a test, so
+when the caller names the text a candidate was made from, the check parses
+incrementally: the parent's own tree, edited where the candidate differs, lets
+tree-sitter re-parse only around the change. Its verdict must be the one a full
+parse gives, and an incrementally re-parsed tree is not always the tree a full
+parse builds: where error recovery ran, the two can count different ERROR
+nodes. So the incremental tree is asked only what both agree on (see
+`Syntax._incremental`), and the rare candidate it cannot decide is parsed in full.
 """
 
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import tree_sitter
@@ -21,6 +34,16 @@ def count_errors(node: tree_sitter.Node) -> int:
     """ERROR and MISSING nodes below `node`, visiting only subtrees that have any."""
     if not node.has_error:
         return 0
+    return _errors_from(node)
+
+
+def _errors_from(node: tree_sitter.Node) -> int:
+    """`count_errors` of a node its parent's walk enters: whatever its own flag says.
+
+    (A MISSING node is entered for being missing; and a node can have an
+    error that no child list shows, such as a missing token of a directive:
+    then it counts none.)
+    """
     count = 0
     pending = [node]
     while pending:
@@ -31,6 +54,13 @@ def count_errors(node: tree_sitter.Node) -> int:
             if child.has_error or child.is_missing:
                 pending.append(child)
     return count
+
+
+def _item_errors(root: tree_sitter.Node, item: tree_sitter.Node) -> int:
+    """What top-level `item` adds to `count_errors(root)`."""
+    if root.has_error and (item.has_error or item.is_missing):
+        return _errors_from(item)
+    return 0
 
 
 def empty_blocks(node: tree_sitter.Node) -> int:
@@ -87,6 +117,68 @@ class Parsed:
 # there an empty block counts as a syntax error, so no test is spent on one.
 EMPTY_BLOCK_IS_ERROR = frozenset({"python"})
 
+Splice = tuple[int, int, bytes]
+"""`parent[start:end]` replaced by the bytes: one difference of a candidate from its parent."""
+
+# Parents whose trees are kept: the current text, the text a running ddmin renders from,
+# the other program of a pair, and a few recent ones.
+REMEMBERED_TREES = 8
+
+# How `splices_between` finds where two texts agree again after a difference: this many
+# bytes must match, and it gives up (one splice for the rest) after this many splices.
+_PROBE = 32
+_MAX_SPLICES = 64
+
+
+class _Parent:
+    """A text's full parse, kept so that candidates made from it re-parse incrementally."""
+
+    __slots__ = ("_defects_before", "_line_starts", "_starts", "text", "tree")
+
+    def __init__(self, text: bytes, tree: tree_sitter.Tree) -> None:
+        self.text = text
+        self.tree = tree
+        self._line_starts: list[int] | None = None
+        self._starts: list[int] | None = None
+        self._defects_before: list[int] | None = None
+
+    def point(self, offset: int) -> tuple[int, int]:
+        """(row, column in bytes) of a byte offset, as tree-sitter's edits want them."""
+        if self._line_starts is None:
+            starts = [0]
+            text = self.text
+            at = text.find(b"\n")
+            while at >= 0:
+                starts.append(at + 1)
+                at = text.find(b"\n", at + 1)
+            self._line_starts = starts
+        row = bisect_right(self._line_starts, offset) - 1
+        return row, offset - self._line_starts[row]
+
+    def settled(self, syntax: Syntax, first_change: int) -> tuple[int, int]:
+        """Where the top-level items a change at `first_change` cannot reach end, and how
+        many syntax errors they hold.
+
+        A full parse reads the candidate from the start, and up to the change it
+        reads the parent's bytes: it builds the parent's nodes there. Two items are
+        held back as margin, one for the lexer's lookahead and one so that no
+        error recovery is still undecided at the boundary (an item with errors right
+        before it moves the boundary back over it).
+        """
+        root = self.tree.root_node
+        if root.is_error or root.is_missing:
+            return 0, 0
+        if self._starts is None:
+            self._starts, self._defects_before = syntax.defects_by_item(self.tree)
+        assert self._defects_before is not None
+        starts = self._starts
+        item = bisect_right(starts, first_change) - 2
+        while item > 0 and self._defects_before[item] != self._defects_before[item - 1]:
+            item -= 1
+        if item <= 0:
+            return 0, 0
+        return starts[item], self._defects_before[item]
+
 
 class Syntax:
     """Parses with one grammar and remembers how broken the original was."""
@@ -94,26 +186,258 @@ class Syntax:
     def __init__(self, grammar: Grammar, original: bytes) -> None:
         self.grammar = grammar
         self._parser = grammar.parser()
-        self._empty_blocks_are_errors = grammar.name in EMPTY_BLOCK_IS_ERROR
+        self._blocks = (
+            tree_sitter.Query(grammar.language, "(block) @block")
+            if grammar.name in EMPTY_BLOCK_IS_ERROR
+            else None
+        )
+        self._parents: OrderedDict[bytes, _Parent] = OrderedDict()
         self.baseline_errors = self._errors(self._parser.parse(original).root_node)
 
     def _errors(self, root: tree_sitter.Node) -> int:
         errors = count_errors(root)
-        if self._empty_blocks_are_errors:
-            errors += empty_blocks(root)
+        if self._blocks is not None:
+            errors += self._empty_blocks(root, 0)
         return errors
+
+    def _empty_blocks(self, root: tree_sitter.Node, start: int) -> int:
+        """Empty `block` nodes that start at or after byte `start`."""
+        assert self._blocks is not None
+        cursor = tree_sitter.QueryCursor(self._blocks)
+        if start:
+            cursor.set_byte_range(start - 1, root.end_byte + 1)
+        found = cursor.captures(root).get("block", [])
+        return sum(1 for block in found if block.child_count == 0 and block.start_byte >= start)
+
+    def defects_by_item(self, tree: tree_sitter.Tree) -> tuple[list[int], list[int]]:
+        """The start of each top-level item, and the syntax errors before each (what
+        `_errors` counts, item by item)."""
+        root = tree.root_node
+        items = root.children
+        starts = [item.start_byte for item in items]
+        counts = [_item_errors(root, item) for item in items]
+        if self._blocks is not None:
+            for block in tree_sitter.QueryCursor(self._blocks).captures(root).get("block", []):
+                if block.child_count == 0:
+                    counts[max(0, bisect_right(starts, block.start_byte) - 1)] += 1
+        before = [0]
+        for count in counts[:-1]:
+            before.append(before[-1] + count)
+        return starts, before
 
     def parse(self, text: bytes) -> Parsed:
         tree = self._parser.parse(text)
+        self._remember(text, tree)
         tokens = leaves(tree)
         return Parsed(text, tree, [t.start_byte for t in tokens], [t.end_byte for t in tokens])
 
-    def acceptable(self, text: bytes) -> bool:
-        """Whether `text` parses with no more errors than the original had."""
+    def _remember(self, text: bytes, tree: tree_sitter.Tree) -> _Parent:
+        parent = _Parent(text, tree)
+        self._parents[text] = parent
+        while len(self._parents) > REMEMBERED_TREES:
+            self._parents.popitem(last=False)
+        return parent
+
+    def _parent(self, text: bytes) -> _Parent:
+        known = self._parents.get(text)
+        if known is None:
+            return self._remember(text, self._parser.parse(text))
+        self._parents.move_to_end(text)
+        return known
+
+    def acceptable(
+        self, text: bytes, parent: bytes | None = None, splices: Sequence[Splice] | None = None
+    ) -> bool:
+        """Whether `text` parses with no more errors than the original had.
+
+        `parent` is a text `text` was made from (by `splices`, in the parent's
+        offsets, or else found by comparing the two): its tree, kept or parsed
+        once, spares a full parse of every candidate made from it.
+        """
+        if parent is None:
+            return self._full(text)
+        if splices is None:
+            splices = splices_between(parent, text)
+        return self._incremental(text, self._parent(parent), splices)
+
+    def _full(self, text: bytes) -> bool:
         root = self._parser.parse(text).root_node
-        if not root.has_error and not self._empty_blocks_are_errors:
+        if not root.has_error and self._blocks is None:
             return True
         return self._errors(root) <= self.baseline_errors
+
+    def _incremental(self, text: bytes, parent: _Parent, splices: Sequence[Splice]) -> bool:
+        """The full parse's verdict, from the parent's tree re-parsed where `splices` changed it.
+
+        The errors of the top-level items before the first change are the
+        parent's own (see `_Parent.settled`). After them, only whether there is
+        any error is taken from the incremental tree: where the candidate adds
+        none, the two parses agree on the tree; where it adds some, both find
+        errors, though not always as many. When that is not enough to decide
+        (errors in the original, and some missing before the change), the
+        candidate is parsed in full.
+        """
+        first = min((start for start, _, _ in splices), default=len(parent.text))
+        boundary, settled = parent.settled(self, first)
+        if settled > self.baseline_errors:
+            return False
+        edited = parent.tree.copy()
+        for start, end, replacement in sorted(splices, reverse=True):
+            start_point = parent.point(start)
+            edited.edit(
+                start,
+                end,
+                start + len(replacement),
+                start_point,
+                parent.point(end),
+                _advanced(start_point, replacement),
+            )
+        root = self._parser.parse(text, edited).root_node
+        if not self._any_defect_after(root, boundary):
+            return True
+        if settled + 1 > self.baseline_errors:
+            return False
+        return self._full(text)
+
+    def _any_defect_after(self, root: tree_sitter.Node, boundary: int) -> bool:
+        """Whether a top-level item not wholly before `boundary` holds a syntax error
+        (a zero-width item at the boundary counts as after it)."""
+        if root.is_error or root.is_missing or not boundary:
+            return self._errors(root) > 0
+        after = [
+            item
+            for item in root.children
+            if item.end_byte > boundary or item.start_byte >= boundary
+        ]
+        if not after:
+            return False
+        if any(_item_errors(root, item) for item in after):
+            return True
+        return self._blocks is not None and self._empty_blocks(root, after[0].start_byte) > 0
+
+
+def _advanced(point: tuple[int, int], inserted: bytes) -> tuple[int, int]:
+    """Where `inserted`, written at `point`, ends."""
+    lines = inserted.count(b"\n")
+    if not lines:
+        return point[0], point[1] + len(inserted)
+    return point[0] + lines, len(inserted) - inserted.rfind(b"\n") - 1
+
+
+def _common_prefix(old: bytes, at_old: int, new: bytes, at_new: int, limit: int) -> int:
+    """How many bytes agree from `at_old` and `at_new` on (at most `limit`), compared in
+    doubling blocks so that long agreements cost a few slice comparisons."""
+    agreed = 0
+    step = 64
+    while agreed < limit:
+        size = min(step, limit - agreed)
+        if (
+            old[at_old + agreed : at_old + agreed + size]
+            == new[at_new + agreed : at_new + agreed + size]
+        ):
+            agreed += size
+            step *= 2
+            continue
+        low, high = 0, size  # old and new agree on `low` more bytes; not on `high`
+        while high - low > 1:
+            middle = (low + high) // 2
+            if (
+                old[at_old + agreed : at_old + agreed + middle]
+                == new[at_new + agreed : at_new + agreed + middle]
+            ):
+                low = middle
+            else:
+                high = middle
+        return agreed + low
+    return agreed
+
+
+def _common_suffix(old: bytes, new: bytes, limit: int) -> int:
+    agreed = 0
+    step = 64
+    old_end, new_end = len(old), len(new)
+    while agreed < limit:
+        size = min(step, limit - agreed)
+        if (
+            old[old_end - agreed - size : old_end - agreed]
+            == new[new_end - agreed - size : new_end - agreed]
+        ):
+            agreed += size
+            step *= 2
+            continue
+        low, high = 0, size
+        while high - low > 1:
+            middle = (low + high) // 2
+            if (
+                old[old_end - agreed - middle : old_end - agreed]
+                == new[new_end - agreed - middle : new_end - agreed]
+            ):
+                low = middle
+            else:
+                high = middle
+        return agreed + low
+    return agreed
+
+
+def splices_between(old: bytes, new: bytes) -> list[Splice]:
+    """Splices that turn `old` into `new`: few and small when `new` is `old` with some spans
+    cut out or replaced, which is how candidates differ from the text they came from.
+
+    Any answer is correct (each splice is exact); a poor one only makes the
+    incremental parse re-read more. After a difference the texts are taken to
+    agree again where the next `_PROBE` bytes of one are found in the other,
+    nearest first.
+    """
+    suffix = _common_suffix(old, new, min(len(old), len(new)))
+    old_stop, new_stop = len(old) - suffix, len(new) - suffix
+    splices: list[Splice] = []
+    at_old = at_new = 0
+    while True:
+        agreed = _common_prefix(old, at_old, new, at_new, min(old_stop - at_old, new_stop - at_new))
+        at_old += agreed
+        at_new += agreed
+        if at_old == old_stop and at_new == new_stop:
+            return splices
+        resumed = None
+        if at_old < old_stop and at_new < new_stop and len(splices) < _MAX_SPLICES - 1:
+            resumed = _resume(old, at_old, old_stop, new, at_new, new_stop)
+        if resumed is None:
+            splices.append((at_old, old_stop, new[at_new:new_stop]))
+            return splices
+        old_next, new_next = resumed
+        splices.append((at_old, old_next, new[at_new:new_next]))
+        at_old, at_new = old_next, new_next
+
+
+def _resume(
+    old: bytes, at_old: int, old_stop: int, new: bytes, at_new: int, new_stop: int
+) -> tuple[int, int] | None:
+    """The nearest (old, new) offsets past a difference from which the texts agree for
+    `_PROBE` bytes (or to their stops): cut from old, inserted into new, or both."""
+    best: tuple[int, int] | None = None
+    best_cost = old_stop - at_old + new_stop - at_new
+    for skip in (0, 1, 2, 16, 64, 256, 1024):
+        # new from at_new + skip on found further on in old: old[at_old:found] was cut
+        probe_at = at_new + skip
+        if probe_at < new_stop and skip < best_cost:
+            probe = new[probe_at : min(probe_at + _PROBE, new_stop)]
+            limit = min(old_stop, at_old + best_cost - skip + len(probe))
+            found = old.find(probe, at_old, limit)
+            if found >= 0 and (found, probe_at) != (at_old, at_new):
+                cost = found - at_old + skip
+                if cost < best_cost:
+                    best, best_cost = (found, probe_at), cost
+        # old from at_old + skip on found further on in new: new[at_new:found] was inserted
+        probe_at = at_old + skip
+        if probe_at < old_stop and skip < best_cost:
+            probe = old[probe_at : min(probe_at + _PROBE, old_stop)]
+            limit = min(new_stop, at_new + best_cost - skip + len(probe))
+            found = new.find(probe, at_new, limit)
+            if found >= 0 and (probe_at, found) != (at_old, at_new):
+                cost = found - at_new + skip
+                if cost < best_cost:
+                    best, best_cost = (probe_at, found), cost
+    return best
 
 
 def plain_tokens(text: bytes) -> list[tuple[int, int]]:

@@ -96,11 +96,10 @@ class ChangedCurrent(SideCurrent):
             diff -= removed
             if change.replacement:
                 diff += len(tokenize(change.replacement, self.grammar))
-        text = bytes(candidate)
-        measured = self._measure(text, diff)
+        measured = self._measure(candidate, diff)
         if self.side == SEED:
-            return PairCandidate(text, self.other, measured)
-        return PairCandidate(self.other, text, measured)
+            return PairCandidate(candidate, self.other, measured)
+        return PairCandidate(self.other, candidate, measured)
 
     def own_subtrees(self) -> list[tree_sitter.Node]:
         """The largest subtrees of two or more tokens that only this side has."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitreduce.core.current import Current
+from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine, Precheck
 from gitreduce.core.outcome import Outcome
@@ -78,21 +78,26 @@ class Refusals:
 
 
 class PairJudge:
-    """Both programs keep their property; the one likelier to refuse is tested first."""
+    """Both programs keep their property; the one likelier to refuse is tested first.
+
+    `prechecks` are the syntax checks of the seed and of the variant (each
+    knows the text its side's candidates most likely came from).
+    """
 
     def __init__(
         self,
         engine: Engine,
         seed_ok: Callable[[Outcome], bool],
         variant_ok: Callable[[Outcome], bool],
-        precheck: Precheck | None,
+        prechecks: tuple[Precheck, Precheck] | None,
         limit: Measure,
         refusals: Refusals | None = None,
     ) -> None:
         self._engine = engine
         self._seed_ok = seed_ok
         self._variant_ok = variant_ok
-        self._precheck = precheck
+        self._seed_precheck: Precheck | None = prechecks[0] if prechecks else None
+        self._variant_precheck: Precheck | None = prechecks[1] if prechecks else None
         self._limit = limit
         self._refusals = refusals if refusals is not None else Refusals()
 
@@ -112,9 +117,9 @@ class PairJudge:
         if variant is not None and seed is not None:
             return True  # both verdicts local: a foreign one is recalled only to reject
         # a text with a verdict was tested, so it parsed: only new texts need the check
-        if variant is None and not engine.parses(candidate.variant, self._precheck):
+        if variant is None and not engine.parses(candidate.variant, self._variant_precheck):
             return False
-        if seed is None and not engine.parses(candidate.seed, self._precheck):
+        if seed is None and not engine.parses(candidate.seed, self._seed_precheck):
             return False
         return None
 
@@ -159,9 +164,19 @@ class PairCurrent:
         """Both programs' tokens: what a pass over the pair removes."""
         return measure(self.state)[1]
 
-    def judge(self, limit: Measure) -> PairJudge:
-        precheck = self.syntax.acceptable if self.syntax else None
-        return PairJudge(self.engine, self.seed_ok, self.variant_ok, precheck, limit, self.refusals)
+    def judge(self, limit: Measure, parent: PairState | None = None) -> PairJudge:
+        """The judge of pairs smaller than `limit`, made from `parent` (the current pair
+        if not given), whose texts the syntax checks re-parse incrementally."""
+        prechecks = None
+        if self.syntax is not None:
+            base = self.state if parent is None else parent
+            prechecks = (
+                syntax_gate(self.syntax, base.seed_text()),
+                syntax_gate(self.syntax, base.variant_text()),
+            )
+        return PairJudge(
+            self.engine, self.seed_ok, self.variant_ok, prechecks, limit, self.refusals
+        )
 
     def adopt(self, state: PairState) -> None:
         """`state` is the new best pair (its programs already judged)."""
@@ -169,10 +184,16 @@ class PairCurrent:
         if self._on_change is not None:
             self._on_change(self)
 
-    def try_states(self, states: Iterable[PairState]) -> int | None:
-        """Index of the first state whose pair keeps both properties; it becomes current."""
+    def try_states(
+        self, states: Iterable[PairState], parent: PairState | None = None
+    ) -> int | None:
+        """Index of the first state whose pair keeps both properties; it becomes current.
+
+        `parent` is the state they were derived from, if not the current one.
+        """
+        judge = self.judge(measure(self.state), parent)
         found = self.engine.first_judged(
-            (render(state) for state in states), self.judge(measure(self.state)), label=self.label
+            (render(state) for state in states), judge, label=self.label
         )
         if found is None:
             return None
@@ -199,7 +220,7 @@ class PairCurrent:
                     removed = [i for u, unit in enumerate(units) if u not in keep for i in unit]
                     yield derive(base, removed)
 
-            return self.try_states(states())
+            return self.try_states(states(), base)
 
         before = measure(base)
         ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
@@ -249,8 +270,9 @@ class SideCurrent(Current, ABC):
         return False
 
     def _accept(self, winner: PairCandidate) -> None:
-        alignment = Alignment.of(winner.seed, winner.variant, self.grammar)
-        self.text = winner.seed if self.side == SEED else winner.variant
+        # plain bytes: a rendered text keeps its base, and that base its own, back to the start
+        alignment = Alignment.of(bytes(winner.seed), bytes(winner.variant), self.grammar)
+        self.text = alignment.seed.text if self.side == SEED else alignment.variant.text
         self.parsed = self.syntax.parse(self.text) if self.syntax is not None else None
         self._adopt(alignment)
         self.pair.adopt(PairState.full(alignment))

@@ -202,8 +202,11 @@ def min_ldiff(current: PairCurrent) -> bool:
 
     def first_success(subsets: Sequence[Subset]) -> int | None:
         return current.try_states(
-            base.with_hunks({applied[i] for i in subset} | (base.applied - live))
-            for subset in subsets
+            (
+                base.with_hunks({applied[i] for i in subset} | (base.applied - live))
+                for subset in subsets
+            ),
+            base,
         )
 
     ddmin(tuple(range(len(applied))), first_success, try_empty=False)

@@ -175,8 +175,9 @@ class SeedCurrent(SideCurrent):
         if carried is None:
             return PairCandidate(candidate, b"", None)
         variant_edits, near_change = carried
-        variant = bytes(edits.apply(patch.alignment.variant.text, variant_edits))
-        seed = bytes(candidate)
+        # both stay rendered: the syntax check re-parses their bases' trees where they changed
+        variant: bytes = edits.apply(patch.alignment.variant.text, variant_edits)
+        seed: bytes = candidate
         diff = patch.alignment.diff_size  # the base's: candidates of a ddmin share an older base
         if near_change:
             grammar = self.grammar

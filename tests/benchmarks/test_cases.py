@@ -14,7 +14,7 @@ from bench.cases import (
     safe,
     usable_cases,
 )
-from bench.paths import CASES_ROOT, TOKENS_PY
+from bench.paths import CASES_ROOT, FIXTURES_ROOT, TOKENS_PY
 
 PUBLIC = ["gcc12-pr109392", "gxx12-pr109804", "rustc195-105238", "toy-gcc-pattern"]
 
@@ -114,9 +114,13 @@ def test_the_default_cases_are_the_shipped_public_cases_then_the_fixtures():
     assert [c.name for c in discover_pair_cases(None) if c.origin == "shared"] == PUBLIC
 
 
-@pytest.mark.parametrize("name", PUBLIC)
-def test_shipped_case_sizes_are_what_the_reference_counter_counts(name):
-    case = discover_pair_cases([CASES_ROOT / name])[0]
+@pytest.mark.parametrize(
+    "folder",
+    [CASES_ROOT / name for name in PUBLIC] + [FIXTURES_ROOT / "csmith-23k"],
+    ids=lambda folder: folder.name,
+)
+def test_shipped_case_sizes_are_what_the_reference_counter_counts(folder):
+    case = discover_pair_cases([folder])[0]
     record = json.loads((case.path / "case.json").read_text())
     counted = subprocess.run(
         [sys.executable, str(TOKENS_PY), str(case.seed), str(case.variant)],
