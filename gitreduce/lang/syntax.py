@@ -160,10 +160,10 @@ class _Parent:
         many syntax errors they hold.
 
         A full parse reads the candidate from the start, and up to the change it
-        reads the parent's bytes: it builds the parent's nodes there. Two items are
-        held back as margin, one for the lexer's lookahead and one so that no
-        error recovery is still undecided at the boundary (an item with errors right
-        before it moves the boundary back over it).
+        reads the parent's bytes: it builds the parent's nodes there. One whole
+        item without errors is held back between those items and the one the
+        change is in: for the lexer's lookahead, and so that any error recovery
+        before it has ended in normal parsing before the texts differ.
         """
         root = self.tree.root_node
         if root.is_error or root.is_missing:
@@ -171,13 +171,13 @@ class _Parent:
         if self._starts is None:
             self._starts, self._defects_before = syntax.defects_by_item(self.tree)
         assert self._defects_before is not None
-        starts = self._starts
-        item = bisect_right(starts, first_change) - 2
-        while item > 0 and self._defects_before[item] != self._defects_before[item - 1]:
+        before = self._defects_before
+        item = bisect_right(self._starts, first_change) - 2
+        while item > 0 and before[item + 1] != before[item]:
             item -= 1
         if item <= 0:
             return 0, 0
-        return starts[item], self._defects_before[item]
+        return self._starts[item], before[item]
 
 
 class Syntax:
@@ -210,8 +210,8 @@ class Syntax:
         return sum(1 for block in found if block.child_count == 0 and block.start_byte >= start)
 
     def defects_by_item(self, tree: tree_sitter.Tree) -> tuple[list[int], list[int]]:
-        """The start of each top-level item, and the syntax errors before each (what
-        `_errors` counts, item by item)."""
+        """The start of each top-level item, and the syntax errors before each and before
+        the end (what `_errors` counts, item by item)."""
         root = tree.root_node
         items = root.children
         starts = [item.start_byte for item in items]
@@ -221,7 +221,7 @@ class Syntax:
                 if block.child_count == 0:
                     counts[max(0, bisect_right(starts, block.start_byte) - 1)] += 1
         before = [0]
-        for count in counts[:-1]:
+        for count in counts:
             before.append(before[-1] + count)
         return starts, before
 
@@ -232,6 +232,7 @@ class Syntax:
         return Parsed(text, tree, [t.start_byte for t in tokens], [t.end_byte for t in tokens])
 
     def _remember(self, text: bytes, tree: tree_sitter.Tree) -> _Parent:
+        text = text if type(text) is bytes else bytes(text)  # a rendered text holds its base
         parent = _Parent(text, tree)
         self._parents[text] = parent
         while len(self._parents) > REMEMBERED_TREES:
