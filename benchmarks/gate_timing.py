@@ -15,8 +15,8 @@ For each case (a folder with `variant.EXT` and `test.sh`; `seed.EXT` for --pairs
 - single: the first `--candidates` checks of the real single-program schedule
   on the variant, with a stand-in oracle instead of the test (interesting
   while three statement lines of the variant picked at random are still in
-  it), so that the candidates are the ones the passes really make without
-  spending compiler time;
+  it, and then only one text in ten), so that the candidates are the ones the
+  passes really make without spending compiler time;
 - pairs (--pairs): the same for PPR on seed and variant, the variant bad while
   it keeps two common statement lines and one line only it has.
 
@@ -43,7 +43,7 @@ from statistics import mean, median
 
 from gitreduce.core import edits
 from gitreduce.core.current import Current, render_deletions
-from gitreduce.core.engine import Engine
+from gitreduce.core.engine import Engine, blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Splice, Syntax
@@ -55,7 +55,7 @@ from gitreduce.passes.schedule import reduce_program
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = [
-    *sorted((REPO / "benchmarks" / "cases").iterdir()),
+    *sorted(path for path in (REPO / "benchmarks" / "cases").iterdir() if path.is_dir()),
     REPO / "fixtures" / "csmith-23k",
 ]
 
@@ -176,8 +176,12 @@ def statement_lines(text: bytes) -> list[bytes]:
 
 
 def stand_in_engine(keep: list[bytes]) -> Engine:
+    """Bad while the `keep` lines are in the text, and then only for one text in ten (by its
+    hash), as a compiler refuses most cuts: the text stays large for a while, as it does
+    under a real test."""
+
     def run_test(text: bytes) -> Outcome:
-        if all(line in text for line in keep):
+        if all(line in text for line in keep) and int(blob_id(text), 16) % 10 == 0:
             return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
         return Outcome(Verdict.GOOD, 0, 0.0)
 
