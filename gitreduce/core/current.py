@@ -50,7 +50,7 @@ class Current:
         )
         if found is None:
             return None
-        self.text = found[1]
+        self.text = bytes(found[1])  # not the rendered text: it holds its base, and that its own
         if self.syntax is not None:
             self.parsed = self.syntax.parse(self.text)
         if self._on_change is not None:

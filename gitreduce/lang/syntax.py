@@ -12,7 +12,7 @@ tree-sitter re-parse only around the change. Its verdict must be the one a full
 parse gives, and an incrementally re-parsed tree is not always the tree a full
 parse builds: where error recovery ran, the two can count different ERROR
 nodes. So the incremental tree is asked only what both agree on (see
-`Syntax._incremental`), and the rare candidate it cannot decide is parsed in full.
+`Syntax._incremental`), and a candidate that leaves the answer open is parsed in full.
 """
 
 from __future__ import annotations
@@ -181,7 +181,8 @@ class _Parent:
 
 
 class Syntax:
-    """Parses with one grammar and remembers how broken the original was."""
+    """Parses with one grammar, remembers how broken the original was, and keeps the trees
+    of the texts it parsed last, for candidates made from them."""
 
     def __init__(self, grammar: Grammar, original: bytes) -> None:
         self.grammar = grammar
