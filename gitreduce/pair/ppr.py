@@ -6,7 +6,10 @@ subsets, and every candidate renders to a seed and a variant that are judged
 together: the seed must stay good (psi_s) and the variant bad the same way
 (psi_v). The loop runs MinTdiff, MinLdiff and MinCommonality in that order to
 a fixpoint: differences before commonality, tree differences before list
-differences, as the paper's RQ4 found best.
+differences, as the paper's RQ4 found best. The first round starts with a
+coarse commonality pass (`pair/coarse.py`): whole declarations and statements
+both programs hold identically go first, so the difference passes test small
+programs, and the difference itself is left to them untouched.
 
 Nodes are addressed by the original seed token indices they cover, which no
 deletion ever shifts, so pending work survives every accepted candidate.
@@ -182,6 +185,8 @@ class Round:
     Hoisting inside the changes pays once MinLdiff has dropped the changes the
     bug does not need; before that it would polish hunks about to go whole. So
     the first round goes without, and only a round with it may end the loop.
+    The first round is also the one that thins out the shared code coarsely:
+    later rounds start from programs MinCommonality has already reduced.
     """
 
     current: PairCurrent
