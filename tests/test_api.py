@@ -257,7 +257,12 @@ def test_unknown_pass_names_are_refused_before_any_test(tmp_path: Path) -> None:
         gitreduce.reduce_revisions("a..b", "prog.c", "false", skip_passes="windoze")
     assert "min-commonality/windows" in api.known_passes()
     names = [name for _, passes in api.pass_schedules() for name, _ in passes]
-    assert names[0] == "tree" and names[-3:] == ["min-tdiff", "min-ldiff", "min-commonality"]
+    assert names[0] == "tree" and names[-4:] == [
+        "coarse-commonality",
+        "min-tdiff",
+        "min-ldiff",
+        "min-commonality",
+    ]
 
 
 def test_the_package_imports_its_exports_lazily() -> None:

@@ -16,6 +16,9 @@ import tree_sitter
 STATEMENT_LIKE = ("statement", "declaration", "definition", "item", "field_declaration")
 # Kind-name endings of a block whose every named child is a statement.
 BLOCK_LIKE = ("block", "compound_statement")
+# Kind-name endings of a list of statements or declarations: a block, or the body
+# of a struct, class, impl or namespace.
+STATEMENT_LISTS = (*BLOCK_LIKE, "declaration_list", "statement_list", "_body")
 # Fields of a function or type that hold its parameter lists, and of a call or
 # type use that hold the matching argument lists, in the same order.
 PARAMETER_FIELDS = ("parameters", "type_parameters")

@@ -6,7 +6,10 @@ subsets, and every candidate renders to a seed and a variant that are judged
 together: the seed must stay good (psi_s) and the variant bad the same way
 (psi_v). The loop runs MinTdiff, MinLdiff and MinCommonality in that order to
 a fixpoint: differences before commonality, tree differences before list
-differences, as the paper's RQ4 found best.
+differences, as the paper's RQ4 found best. The first round starts with a
+coarse commonality pass (`pair/coarse.py`): whole declarations and statements
+both programs hold identically go first, so the difference passes test small
+programs, and the difference itself is left to them untouched.
 
 Nodes are addressed by the original seed token indices they cover, which no
 deletion ever shifts, so pending work survives every accepted candidate.
@@ -14,22 +17,20 @@ deletion ever shifts, so pending work survives every accepted candidate.
 
 from __future__ import annotations
 
-import difflib
-from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import tree_sitter
 
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.grammars import Grammar
-from gitreduce.lang.syntax import Syntax, leaves
+from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import SEED, VARIANT, Alignment
 from gitreduce.pair.changed_view import reduce_changed_subtrees
+from gitreduce.pair.coarse import coarse_commonality
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.seed_view import SeedCurrent
 from gitreduce.pair.state import PairState
+from gitreduce.pair.token_tree import TokenTree, parse_tokens, seed_tree
 from gitreduce.pair.tokens import TokenList, tokenize
 from gitreduce.pair.treediff import Operation, Replacement, TreeDiff, Update, diff_trees
 from gitreduce.passes.schedule import reduce_program
@@ -43,53 +44,7 @@ def _remove_variant(state: PairState, indices: list[int]) -> PairState:
     return state.without_variant_tokens(indices)
 
 
-class _Tree:
-    """A parse of one side's current text, its leaves tied to original token indices.
-
-    A leaf the state does not know (re-lexing after a deletion can split or
-    merge tokens) maps to None and is left alone.
-    """
-
-    def __init__(self, tree: tree_sitter.Tree, originals: list[int | None]) -> None:
-        self.tree = tree
-        self.originals = originals
-        tokens = leaves(tree)
-        self.starts = [leaf.start_byte for leaf in tokens]
-        self.position_of = {
-            original: at for at, original in enumerate(originals) if original is not None
-        }
-
-    def span(self, node: tree_sitter.Node) -> tuple[int, int]:
-        """The leaf positions [first, last) that `node` covers."""
-        return bisect_left(self.starts, node.start_byte), bisect_left(self.starts, node.end_byte)
-
-    def indices(self, node: tree_sitter.Node) -> list[int]:
-        first, last = self.span(node)
-        return [original for original in self.originals[first:last] if original is not None]
-
-
-def _parse(
-    syntax: Syntax, text: bytes, originals: list[int], texts: Callable[[], list[bytes]]
-) -> _Tree:
-    """The tree of `text`, its leaves matched to the state's tokens (`originals`, whose
-    texts `texts` gives): one to one when the counts agree, else by sequence alignment."""
-    parsed = syntax.parse(text)
-    if parsed.tokens == len(originals):
-        return _Tree(parsed.tree, list(originals))
-    leaf_texts = [text[a:b] for a, b in zip(parsed.token_starts, parsed.token_ends, strict=True)]
-    mapped: list[int | None] = [None] * len(leaf_texts)
-    matcher = difflib.SequenceMatcher(None, leaf_texts, texts(), autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for offset in range(block.size):
-            mapped[block.a + offset] = originals[block.b + offset]
-    return _Tree(parsed.tree, mapped)
-
-
-def _seed_tree(syntax: Syntax, state: PairState) -> _Tree:
-    return _parse(syntax, state.seed_text(), state.seed_kept_indices(), state.seed_token_texts)
-
-
-def _maximal_subtrees(tree: _Tree, wanted: Callable[[int], bool]) -> list[list[int]]:
+def _maximal_subtrees(tree: TokenTree, wanted: Callable[[int], bool]) -> list[list[int]]:
     """Token-index groups of the largest subtrees all of whose tokens are `wanted`."""
     groups: list[list[int]] = []
     pending = [tree.tree.root_node]
@@ -115,12 +70,12 @@ def min_tdiff(current: PairCurrent, *, hoist: bool = True) -> bool:
     progress = False
     alignment = current.state.alignment
     if syntax is not None:
-        tree = _seed_tree(syntax, current.state)
+        tree = seed_tree(syntax, current.state)
         units = _maximal_subtrees(tree, lambda i: alignment.seed_hunk[i] >= 0)
         progress |= current.ddmin_deletions(units, _remove_seed)
         order = current.state.variant_order()
         variant_originals = [index if side == VARIANT else -1 - index for side, index in order]
-        tree = _parse(
+        tree = parse_tokens(
             syntax,
             current.state.variant_text(),
             variant_originals,
@@ -233,13 +188,25 @@ class Round:
     Hoisting inside the changes pays once MinLdiff has dropped the changes the
     bug does not need; before that it would polish hunks about to go whole. So
     the first round goes without, and only a round with it may end the loop.
+    The first round is also the one that thins out the shared code coarsely:
+    later rounds start from programs MinCommonality has already reduced.
     """
 
     current: PairCurrent
     hoist: bool
 
+    @property
+    def first(self) -> bool:
+        return not self.hoist
+
 
 ROUND: tuple[Pass[Round], ...] = (
+    Pass(
+        "coarse-commonality",
+        lambda round_: coarse_commonality(round_.current),
+        "whole declarations and statements both programs hold identically, removed from both",
+        applies=lambda round_: round_.first,
+    ),
     Pass(
         "min-tdiff",
         lambda round_: min_tdiff(round_.current, hoist=round_.hoist),
@@ -256,7 +223,9 @@ ROUND: tuple[Pass[Round], ...] = (
         "Algorithm 4: the single-program schedule on the seed, each candidate's variant patched",
     ),
 )
-"""PPR's order (its RQ4): differences before commonality, tree differences before lists."""
+"""PPR's order (its RQ4): differences before commonality, tree differences before lists;
+in the first round only, the code both programs share is thinned out first, coarsely,
+so the difference passes test small programs (see `pair/coarse.py`)."""
 
 
 def reduce_pair(current: PairCurrent) -> None:
