@@ -398,3 +398,65 @@ def test_a_stopped_engine_answers_nothing_even_from_the_cache(make_engine):
     engine.stop()
     with pytest.raises(Interrupted):
         engine.first_success([b"x!"], smaller_than=10, label="t")
+
+
+# --- running ahead: the batch that follows a likely winner ---------------------------------
+
+
+def test_idle_workers_run_the_batch_that_follows_a_known_winner(make_engine):
+    # c1 wins at once while c0 still runs: the free worker tests what follows c1
+    recorder = Recorder(lambda text: 0.3 if text == b"c0" else 0.0)
+    engine = make_engine(recorder, jobs=2)
+    after = {1: [b"n0", b"n1"]}
+    found = engine.first_success(
+        [b"c0", b"c1!"], smaller_than=100, label="test", then=lambda i: after.get(i, [])
+    )
+    assert found == (1, b"c1!")
+    assert b"n0" in recorder.started
+    # the next batch finds its verdicts in the cache: nothing runs twice
+    assert engine.first_success([b"n0", b"n1"], smaller_than=100, label="test") is None
+    assert recorder.started.count(b"n0") == 1
+    assert recorder.started.count(b"n1") == 1
+
+
+def test_a_batch_waits_for_a_run_ahead_without_holding_a_worker(make_engine):
+    # n0 runs ahead (slowly); the next batch asks for n0 first: it waits for that run,
+    # while the other worker goes on with n1
+    recorder = Recorder(lambda text: {b"c0": 0.2, b"n0": 0.4}.get(text, 0.0))
+    engine = make_engine(recorder, jobs=2)
+    found = engine.first_success(
+        [b"c0", b"c1!"], smaller_than=100, label="test", then=lambda i: [b"n0", b"n1"]
+    )
+    assert found == (1, b"c1!")
+    assert engine.first_success([b"n0", b"n1", b"n2!"], smaller_than=100, label="test") == (
+        2,
+        b"n2!",
+    )
+    assert recorder.started.count(b"n0") == 1
+    assert recorder.max_running <= 2
+
+
+def test_with_one_job_nothing_runs_ahead(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=1)
+    found = engine.first_success(
+        [b"c0", b"c1!"], smaller_than=100, label="test", then=lambda i: [b"n0"]
+    )
+    assert found == (1, b"c1!")
+    assert recorder.started == [b"c0", b"c1!"]
+
+
+def test_when_winners_are_common_the_next_batch_runs_before_later_candidates(make_engine):
+    # every candidate wins: after a few batches of evidence, the second worker tests what
+    # follows the first candidate instead of the second candidate
+    recorder = Recorder(lambda text: 0.05)
+    engine = make_engine(recorder, jobs=2)
+    for round_ in range(8):
+        engine.first_success(
+            [b"r%d-a!" % round_, b"r%d-b!" % round_],
+            smaller_than=100,
+            label="test",
+            then=lambda i, r=round_: [b"r%d-next!" % r],
+        )
+    assert b"r7-next!" in recorder.started
+    assert b"r7-b!" not in recorder.started
