@@ -1,19 +1,21 @@
 """Triage throughput on a Dask cluster of K single-threaded workers on loopback.
 
     .venv/bin/python benchmarks/triage/scaling.py [--workers 1,2,4,8] [--findings 24]
-        [--sleep 0.2] [--compare-local] [--out benchmarks/results/NAME]
+        [--sleep 0.2] [--compare-local] [--dask-defaults] [--out benchmarks/results/NAME]
 
 For each K, on a fresh findings repository (build_findings_repo.py, its test sleeping
 --sleep seconds before gcc, so the oracle is dominated by waiting and a 2-core machine
-can stand in for K cores): starts `dask scheduler` and K `dask worker --nthreads 1`
-on 127.0.0.1, runs `git reduce triage --all --executor dask://... --workers K --jobs 1
---json` (K reductions, one test in flight each) with an empty cache, and stops them.
+can stand in for K cores): starts `dask scheduler` and K `dask worker --nthreads 1
+--no-nanny` on 127.0.0.1 (with `LEAN_DASK_CONFIG`, unless --dask-defaults), runs
+`git reduce triage --all --executor dask://... --workers K --jobs 1 --json` (K
+reductions, one test in flight each) with an empty cache, and stops them.
 Reports findings/hour, tests/s, wall, and the parallel efficiency
 throughput(K) / (K * throughput(first K)) in findings/hour; with --compare-local the
 same triage with `--executor local` too, and the Dask path's cost per test. Writes
 NAME.json and NAME.md (default benchmarks/results/DATE-triage-scaling). CPU ms/test
 (everything the run started: triage, reductions, Dask processes, the tests) and the
-1-minute load average before and after each run tell a busy machine from a slow path.
+1-minute load average before and after each run tell a busy machine from a slow path;
+the CPU ceiling is the tests/s the machine's CPUs could give at that CPU per test.
 Run it with a virtualenv whose gitreduce has the Dask executor: its git-reduce and
 dask are used.
 """
@@ -43,6 +45,15 @@ from distributed import Client
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BIN = Path(sys.executable).parent
+# Dask's own housekeeping, made rare: on defaults each idle worker (nanny included) takes
+# about 6 % of a core here (a 10 ms sampling profiler, 20 ms event-loop ticks, a system
+# monitor every 0.5 s): half a core for 8 workers, on a 2-core machine that stands in for
+# 8 machines. Tasks that run a test need none of it (docs/cluster.md).
+LEAN_DASK_CONFIG = {
+    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+}
 
 
 def tool(name: str) -> str:
@@ -63,9 +74,9 @@ def stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+def start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen(command, stdout=out, stderr=out, start_new_session=True)
+        return subprocess.Popen(command, stdout=out, stderr=out, env=env, start_new_session=True)
 
 
 def scheduler_address(scheduler: subprocess.Popen[bytes], file: Path, log: Path) -> str:
@@ -80,19 +91,21 @@ def scheduler_address(scheduler: subprocess.Popen[bytes], file: Path, log: Path)
 
 
 @contextmanager
-def cluster(workers: int, logs: Path) -> Iterator[str]:
-    """A scheduler and `workers` one-thread workers on loopback, until the block ends."""
+def cluster(workers: int, logs: Path, lean: bool) -> Iterator[str]:
+    """A scheduler and `workers` one-thread workers on loopback, until the block ends;
+    `lean`: without nannies, with `LEAN_DASK_CONFIG`."""
     dask = tool("dask")
+    env = {**os.environ, **(LEAN_DASK_CONFIG if lean else {})}
     loopback = ["--host", "127.0.0.1", "--no-dashboard"]
     file, log = logs / f"scheduler-{workers}.json", logs / f"dask-{workers}-0.log"
-    processes = [
-        start([dask, "scheduler", *loopback, "--port", "0", "--scheduler-file", str(file)], log)
-    ]
+    scheduler = [dask, "scheduler", *loopback, "--port", "0", "--scheduler-file", str(file)]
+    processes = [start(scheduler, log, env)]
     try:
         address = scheduler_address(processes[0], file, log)
         for number in range(1, workers + 1):
             worker = [dask, "worker", address, *loopback, "--nthreads", "1"]
-            processes.append(start(worker, logs / f"dask-{workers}-{number}.log"))
+            worker += ["--no-nanny"] if lean else []
+            processes.append(start(worker, logs / f"dask-{workers}-{number}.log", env))
         with Client(address, timeout=30) as client:
             client.wait_for_workers(workers, timeout=60)
         yield address
@@ -150,6 +163,9 @@ def row(kind: str, workers: int, result: dict[str, Any]) -> dict[str, Any]:
         "findings_per_hour": round(reduced * 3600 / wall, 1),
         "tests_per_second": round(result["tests_run"] / wall, 2),
         "cpu_ms_per_test": round(result["cpu_seconds"] * 1000 / result["tests_run"], 1),
+        "cpu_ceiling_tests_per_second": round(
+            (os.cpu_count() or 1) * result["tests_run"] / result["cpu_seconds"], 1
+        ),
         "load_before": round(result["load_before"], 2),
         "load_after": round(os.getloadavg()[0], 2),
         "diffs": {finding["id"]: finding["diff"] for finding in result["findings"]},
@@ -162,18 +178,20 @@ def markdown(rows: list[dict[str, Any]], setup: dict[str, Any]) -> str:
         "",
         f"{setup['findings']} findings (seed {setup['seed']}), test: sleep {setup['sleep']} s then "
         f"gcc; {setup['cpus']} CPUs, {setup['gcc']}; gitreduce {setup['commit']}.",
+        f"Dask workers: {setup['dask_config']}.",
         f"Command: `{setup['command']}`",
         "",
         "| executor | workers | reduced | buckets | tests | wall s | findings/h | tests/s "
-        "| efficiency | same results as first row | CPU ms/test | load before, after |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| efficiency | same results as first row | CPU ms/test | CPU ceiling tests/s "
+        "| load before, after |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['executor']} | {r['workers']} | {r['reduced']} | {r['buckets']} | {r['tests']} "
             f"| {r['wall_seconds']} | {r['findings_per_hour']} | {r['tests_per_second']} "
             f"| {r['efficiency']} | {r['same_results']} | {r['cpu_ms_per_test']} "
-            f"| {r['load_before']}, {r['load_after']} |"
+            f"| {r['cpu_ceiling_tests_per_second']} | {r['load_before']}, {r['load_after']} |"
         )
     lines += ["", *setup["overheads"]]
     return "\n".join(lines) + "\n"
@@ -186,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sleep", default="0.2", help="seconds the test sleeps (default 0.2)")
     parser.add_argument("--compare-local", action="store_true", help="also --executor local")
+    parser.add_argument(
+        "--dask-defaults", action="store_true", help="workers with nannies and Dask's defaults"
+    )
     default_out = ROOT / "benchmarks" / "results" / f"{date.today()}-triage-scaling"
     parser.add_argument("--out", type=Path, default=default_out, help="NAME of NAME.json/.md")
     args = parser.parse_args(argv)
@@ -203,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 if kind == "local":
                     result = triage(repo, "local", workers, logs)
                 else:
-                    with cluster(workers, logs) as address:
+                    with cluster(workers, logs, lean=not args.dask_defaults) as address:
                         result = triage(repo, address.replace("tcp://", "dask://"), workers, logs)
                 result["cpu_seconds"] = cpu_seconds() - before
                 rows.append(row(kind, workers, result))
@@ -234,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "findings": args.findings,
         "seed": args.seed,
         "sleep": args.sleep,
+        "dask_config": "defaults, with nannies" if args.dask_defaults else LEAN_DASK_CONFIG,
         "cpus": os.cpu_count(),
         "gcc": gcc.splitlines()[0] if gcc else "gcc missing",
         "python": platform.python_version(),
