@@ -137,11 +137,12 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_the_scaling_benchmarks_cluster_has_its_workers_and_stops_them(tmp_path):
+@pytest.mark.parametrize("lean", [True, False])
+def test_the_scaling_benchmarks_cluster_has_its_workers_and_stops_them(tmp_path, lean):
     from distributed import Client
     from triage.scaling import cluster
 
-    with cluster(2, tmp_path) as address, Client(address, timeout=30) as client:
+    with cluster(2, tmp_path, lean=lean) as address, Client(address, timeout=30) as client:
         assert address.startswith("tcp://127.0.0.1:")
         assert [w["nthreads"] for w in client.scheduler_info()["workers"].values()] == [1, 1]
         pids = [*client.run(os.getpid).values(), client.run_on_scheduler(os.getpid)]
