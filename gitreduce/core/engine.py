@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -46,7 +47,9 @@ from gitreduce.core.outcome import Outcome
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
 # to cost nothing, often enough that an interrupt feels immediate.
 _POLL_SECONDS = 0.05
-# Judged candidates of a pass before its share of winners steers speculation.
+# How many of a pass's latest judged candidates say whether it is mostly winning, and how
+# many must have been judged before they do.
+_RECENT_VERDICTS = 16
 _SPECULATION_EVIDENCE = 4
 
 
@@ -247,7 +250,7 @@ class Engine:
         self._jobs_in_flight: set[Future[bool]] = set()
         self._tests_in_flight: dict[str, threading.Event] = {}
         self._waiting = 0  # jobs waiting for another job's run of the same text
-        self._record: dict[str, list[int]] = {}  # pass label: [winners, judged]
+        self._recent: dict[str, deque[bool]] = {}  # pass label: its latest judged verdicts
         self._syntax_rejects: set[str] = set()
         self._running = 0
         self._busy_since = 0.0
@@ -428,9 +431,9 @@ class Engine:
             return len(self._jobs_in_flight) - self._waiting
 
     def _mostly_winning(self, label: str) -> bool:
-        """Whether most of the candidates `label` had judged so far were interesting."""
-        winners, judged = self._record.get(label, (0, 0))
-        return judged >= _SPECULATION_EVIDENCE and 2 * winners > judged
+        """Whether most of the candidates `label` judged lately were interesting."""
+        recent = self._recent.get(label, ())
+        return len(recent) >= _SPECULATION_EVIDENCE and 2 * sum(recent) > len(recent)
 
     def first_success(
         self,
@@ -536,9 +539,7 @@ class Engine:
             self._wait_any(list(running.values()))
             for index in [index for index, future in running.items() if future.done()]:
                 known[index] = running.pop(index).result()
-                record = self._record.setdefault(label, [0, 0])
-                record[0] += known[index]
-                record[1] += 1
+                self._recent.setdefault(label, deque(maxlen=_RECENT_VERDICTS)).append(known[index])
                 if known[index] and (earliest_success is None or index < earliest_success):
                     earliest_success = index
             if earliest_success is not None:
