@@ -213,14 +213,19 @@ class _Speculation(Generic[C]):
 
     def launch(self, winner: int, judge: Judge[C], submit: Callable[[C], object]) -> bool:
         """Submit the next candidate that needs a run of the batch that would follow
-        `winner`; False when that batch has none left."""
+        `winner`; False when that batch has none left, or a winner already known: nothing
+        after it would ever be asked for."""
         upcoming = self._upcoming.get(winner)
         if upcoming is None:
             upcoming = self._upcoming[winner] = iter(self._then(winner))
         for candidate in upcoming:
-            if judge.quick(candidate) is None:
+            verdict = judge.quick(candidate)
+            if verdict is None:
                 submit(candidate)
                 return True
+            if verdict:
+                self._upcoming[winner] = iter(())
+                return False
         return False
 
 

@@ -460,3 +460,15 @@ def test_when_winners_are_common_the_next_batch_runs_before_later_candidates(mak
         )
     assert b"r7-next!" in recorder.started
     assert b"r7-b!" not in recorder.started
+
+
+def test_running_ahead_stops_at_a_winner_already_known_in_the_next_batch(make_engine):
+    # n1 is known to win (cached): nothing after it in that batch would ever be asked for
+    recorder = Recorder(lambda text: 0.3 if text == b"c0" else 0.0)
+    engine = make_engine(recorder, jobs=2)
+    engine.test(b"n1!")
+    found = engine.first_success(
+        [b"c0", b"c1!"], smaller_than=100, label="test", then=lambda i: [b"n0", b"n1!", b"n2"]
+    )
+    assert found == (1, b"c1!")
+    assert b"n2" not in recorder.started
