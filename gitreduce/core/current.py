@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from gitreduce.core import edits
-from gitreduce.core.ddmin import Batch, Subset, ddmin
+from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
-
-T = TypeVar("T")
 
 
 class Current:
@@ -37,30 +34,19 @@ class Current:
             return self.parsed.tokens
         return len(plain_tokens(self.text))
 
-    def try_candidates(
-        self, candidates: Iterable[bytes], then: Callable[[int], Iterable[bytes]] | None = None
-    ) -> int | None:
-        """Index of the first interesting candidate, which becomes current; None if none is.
-
-        `then(i)`: the candidates the caller tries next if candidate `i` wins (see
-        `Engine.first_judged`).
-        """
-        return self._first(candidates, len(self.text), then)
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        """Index of the first interesting candidate, which becomes current; None if none is."""
+        return self._first(candidates, len(self.text))
 
     def try_growth(self, candidate: bytes) -> bool:
         """Try one candidate that may be larger than the current text: what no deletion can
         give back (a final newline). It must still parse and be interesting to be taken."""
         return self._first([candidate], len(candidate) + 1) is not None
 
-    def _first(
-        self,
-        candidates: Iterable[bytes],
-        smaller_than: int,
-        then: Callable[[int], Iterable[bytes]] | None = None,
-    ) -> int | None:
+    def _first(self, candidates: Iterable[bytes], smaller_than: int) -> int | None:
         precheck = syntax_gate(self.syntax, self.text) if self.syntax else None
         found = self.engine.first_success(
-            candidates, smaller_than=smaller_than, label=self.label, precheck=precheck, then=then
+            candidates, smaller_than=smaller_than, label=self.label, precheck=precheck
         )
         if found is None:
             return None
@@ -166,20 +152,7 @@ def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = T
         return render_deletions(snapshot, deletion_spans(units, kept))
 
     def first_success(subsets: Sequence[Subset]) -> int | None:
-        return current.try_candidates(
-            (render(subset) for subset in subsets), then=rendered_after(subsets, render)
-        )
+        return current.try_candidates(render(subset) for subset in subsets)
 
     ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
     return len(current.text) < before
-
-
-def rendered_after(
-    subsets: Sequence[Subset], render: Callable[[Subset], T]
-) -> Callable[[int], Iterator[T]] | None:
-    """The candidates ddmin tries after `subsets[i]` wins, rendered lazily; None for a
-    batch that does not say (not one of ddmin's)."""
-    if not isinstance(subsets, Batch):
-        return None
-    after = subsets.after
-    return lambda winner: (render(subset) for subset in after(winner))

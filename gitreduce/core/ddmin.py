@@ -5,10 +5,6 @@ ordered batch of candidates and says which is the first interesting one. That
 keeps ddmin free of I/O and lets the engine evaluate a batch in parallel while
 the outcome stays what a sequential run would give (the first success in order
 wins, whatever finishes first).
-
-Each batch also says what ddmin would try next if a given subset of it won
-(`Batch.after`): an engine with idle workers can test that batch early, while
-the winner is still being tested (docs/algorithms.md, "Speculation").
 """
 
 from __future__ import annotations
@@ -17,22 +13,6 @@ from collections.abc import Callable, Sequence
 
 Subset = tuple[int, ...]
 FirstSuccess = Callable[[Sequence[Subset]], int | None]
-
-
-class Batch(tuple[Subset, ...]):
-    """A batch of subsets to try in order, and `after(i)`: the batch ddmin tries next
-    when subset `i` is the first interesting one (empty when nothing would follow)."""
-
-    after: Callable[[int], Sequence[Subset]]
-
-    def __new__(cls, subsets: Sequence[Subset], after: Callable[[int], Sequence[Subset]]) -> Batch:
-        batch = super().__new__(cls, subsets)
-        batch.after = after
-        return batch
-
-
-def _no_batch(_: int) -> Sequence[Subset]:
-    return ()
 
 
 def _chunks(units: Subset, count: int) -> list[Subset]:
@@ -58,48 +38,29 @@ def ddmin(units: Subset, first_success: FirstSuccess, *, try_empty: bool = True)
     if not current:
         return current
     if try_empty:
-        if first_success(Batch([()], _no_batch)) == 0:
+        if first_success([()]) == 0:
             return ()
         if len(current) == 1:
             return current
     granularity = min(2, len(current))
     resume = 0
     while current:
-        complements = _complements(current, granularity, resume)
-        state = (granularity, resume, complements)
-
-        def after(winner: int, state: tuple[int, int, list[Subset]] = state) -> Sequence[Subset]:
-            won = _after_win(*state, winner)
-            return _complements(*won) if won[0] else ()
-
-        winner = first_success(Batch(complements, after))
+        chunks = _chunks(current, granularity)
+        order = chunks[resume:] + chunks[:resume]
+        complements = []
+        for chunk in order:
+            removed = set(chunk)
+            complements.append(tuple(unit for unit in current if unit not in removed))
+        winner = first_success(complements)
         if winner is not None:
-            current, granularity, resume = _after_win(*state, winner)
+            resume = (resume + winner) % len(chunks)
+            current = complements[winner]
+            granularity = max(granularity - 1, 2)
+            granularity = min(granularity, len(current)) if current else granularity
+            resume = min(resume, max(granularity - 1, 0))
             continue
         if granularity >= len(current):
             break
         granularity = min(granularity * 2, len(current))
         resume = 0
     return current
-
-
-def _complements(current: Subset, granularity: int, resume: int) -> list[Subset]:
-    """What removing each chunk leaves, starting at chunk `resume` and wrapping around."""
-    chunks = _chunks(current, granularity)
-    complements = []
-    for chunk in chunks[resume:] + chunks[:resume]:
-        removed = set(chunk)
-        complements.append(tuple(unit for unit in current if unit not in removed))
-    return complements
-
-
-def _after_win(
-    granularity: int, resume: int, complements: list[Subset], winner: int
-) -> tuple[Subset, int, int]:
-    """The state after `complements[winner]` (of `_complements(current, granularity, resume)`,
-    one per chunk) stayed interesting: coarser by one, resuming at the chunk that went."""
-    kept = complements[winner]
-    resume = (resume + winner) % len(complements)
-    granularity = max(granularity - 1, 2)
-    granularity = min(granularity, len(kept)) if kept else granularity
-    return kept, granularity, min(resume, max(granularity - 1, 0))

@@ -9,14 +9,6 @@ success, so results do not depend on `--jobs` or on which run finishes first.
 Runs still going when the answer is known are left to finish and fill the
 cache ("orphans") instead of being killed.
 
-A batch may also say what would be tried next if a given candidate won
-(`then`, from ddmin). Workers that the batch cannot use (it is exhausted, or
-a winner is known but earlier candidates are still running) test that next
-batch early, and so do workers when this pass's candidates have mostly been
-winning, since then the next batch is the better bet than the next candidate.
-Such runs only fill the cache: the next batch finds its verdicts there, or
-waits for the run in flight without holding a worker.
-
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
 `_POLL_SECONDS` even while every test is still running.
@@ -35,11 +27,10 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from gitreduce.core.errors import Interrupted
 from gitreduce.core.outcome import Outcome
@@ -47,10 +38,6 @@ from gitreduce.core.outcome import Outcome
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
 # to cost nothing, often enough that an interrupt feels immediate.
 _POLL_SECONDS = 0.05
-# How many of a pass's latest judged candidates say whether it is mostly winning, and how
-# many must have been judged before they do.
-_RECENT_VERDICTS = 16
-_SPECULATION_EVIDENCE = 4
 
 
 def blob_id(content: bytes) -> str:
@@ -204,31 +191,6 @@ class TextJudge:
         return self._is_interesting(self._engine.outcome(candidate, self._is_interesting))
 
 
-class _Speculation(Generic[C]):
-    """The batches that would follow a batch's candidates, judged ahead of their turn."""
-
-    def __init__(self, then: Callable[[int], Iterable[C]]) -> None:
-        self._then = then
-        self._upcoming: dict[int, Iterator[C]] = {}
-
-    def launch(self, winner: int, judge: Judge[C], submit: Callable[[C], object]) -> bool:
-        """Submit the next candidate that needs a run of the batch that would follow
-        `winner`; False when that batch has none left, or a winner already known: nothing
-        after it would ever be asked for."""
-        upcoming = self._upcoming.get(winner)
-        if upcoming is None:
-            upcoming = self._upcoming[winner] = iter(self._then(winner))
-        for candidate in upcoming:
-            verdict = judge.quick(candidate)
-            if verdict is None:
-                submit(candidate)
-                return True
-            if verdict:
-                self._upcoming[winner] = iter(())
-                return False
-        return False
-
-
 class Engine:
     """Runs batches of candidates through their judge and the oracle."""
 
@@ -248,14 +210,10 @@ class Engine:
         self.stats = Stats()
         self.skipped_passes = frozenset(skipped_passes)
         self._context = threading.local()
-        # twice the jobs: a job waiting for the same text's run in another holds a thread,
-        # not one of the `jobs` workers
-        self._executor = ThreadPoolExecutor(max_workers=2 * self.jobs, thread_name_prefix="oracle")
+        self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="oracle")
         self._lock = threading.Lock()
         self._jobs_in_flight: set[Future[bool]] = set()
         self._tests_in_flight: dict[str, threading.Event] = {}
-        self._waiting = 0  # jobs waiting for another job's run of the same text
-        self._recent: dict[str, deque[bool]] = {}  # pass label: its latest judged verdicts
         self._syntax_rejects: set[str] = set()
         self._running = 0
         self._busy_since = 0.0
@@ -345,12 +303,7 @@ class Engine:
                 if running is None:
                     self._tests_in_flight[key] = threading.Event()
                     break
-                self._waiting += 1
-            try:
-                running.wait()
-            finally:
-                with self._lock:
-                    self._waiting -= 1
+            running.wait()
         try:
             fresh = self._timed_run(key, text)
         finally:
@@ -431,14 +384,8 @@ class Engine:
             self._jobs_in_flight.discard(future)
 
     def _busy(self) -> int:
-        """Workers in use: jobs in flight, less those waiting on another's run."""
         with self._lock:
-            return len(self._jobs_in_flight) - self._waiting
-
-    def _mostly_winning(self, label: str) -> bool:
-        """Whether most of the candidates `label` judged lately were interesting."""
-        recent = self._recent.get(label, ())
-        return len(recent) >= _SPECULATION_EVIDENCE and 2 * sum(recent) > len(recent)
+            return len(self._jobs_in_flight)
 
     def first_success(
         self,
@@ -447,33 +394,25 @@ class Engine:
         smaller_than: int,
         label: str,
         precheck: Precheck | None = None,
-        then: Callable[[int], Iterable[bytes]] | None = None,
     ) -> tuple[int, bytes] | None:
         """The lowest-indexed interesting text and the text itself, or None."""
         judge = TextJudge(self, self._is_interesting, smaller_than, precheck)
-        return self.first_judged(candidates, judge, label=label, then=then)
+        return self.first_judged(candidates, judge, label=label)
 
     def first_judged(
-        self,
-        candidates: Iterable[C],
-        judge: Judge[C],
-        *,
-        label: str,
-        then: Callable[[int], Iterable[C]] | None = None,
+        self, candidates: Iterable[C], judge: Judge[C], *, label: str
     ) -> tuple[int, C] | None:
         """The lowest-indexed candidate `judge` finds interesting, or None.
 
         Candidates are pulled lazily, at most `jobs` judgements in flight
         (orphans of earlier batches included), and never past a known success.
-        `then(i)`, if given, is the batch that would follow if candidate `i`
-        won: idle workers run it early (see the module's docstring). Every
-        test, cache hit and syntax rejection of the batch counts for the pass
-        `label`.
+        Every test, cache hit and syntax rejection of the batch counts for the
+        pass `label`.
         """
         outer = self._label()
         self._context.label = label
         try:
-            found = self._first_judged(candidates, judge, label, then)
+            found = self._first_judged(candidates, judge, label)
         finally:
             self._context.label = outer
         if found is not None:
@@ -482,11 +421,7 @@ class Engine:
         return found
 
     def _first_judged(
-        self,
-        candidates: Iterable[C],
-        judge: Judge[C],
-        label: str,
-        then: Callable[[int], Iterable[C]] | None,
+        self, candidates: Iterable[C], judge: Judge[C], label: str
     ) -> tuple[int, C] | None:
         pending = iter(enumerate(candidates))
         held: dict[int, C] = {}
@@ -495,7 +430,6 @@ class Engine:
         next_to_resolve = 0
         earliest_success: int | None = None
         exhausted = False
-        ahead = _Speculation(then) if then is not None and self.jobs > 1 else None
         while True:
             while next_to_resolve in known:
                 if known[next_to_resolve]:
@@ -504,25 +438,12 @@ class Engine:
                 held.pop(next_to_resolve, None)
                 next_to_resolve += 1
             self._check()  # after an answer already known: it still improves the best result
-            while self._busy() < self.jobs:
-                fresh = not exhausted and earliest_success is None
-                likeliest = (
-                    earliest_success if earliest_success is not None else min(running, default=None)
-                )
-                if (
-                    ahead is not None
-                    and likeliest is not None
-                    and (earliest_success is not None or self._mostly_winning(label))
-                    and ahead.launch(likeliest, judge, lambda c: self._submit(judge, c, label))
-                ):
-                    continue
-                if not fresh:
-                    break
+            while not exhausted and earliest_success is None and self._busy() < self.jobs:
                 try:
                     index, candidate = next(pending)
                 except StopIteration:
                     exhausted = True
-                    continue
+                    break
                 held[index] = candidate
                 verdict = judge.quick(candidate)
                 if verdict is None:
@@ -544,7 +465,6 @@ class Engine:
             self._wait_any(list(running.values()))
             for index in [index for index, future in running.items() if future.done()]:
                 known[index] = running.pop(index).result()
-                self._recent.setdefault(label, deque(maxlen=_RECENT_VERDICTS)).append(known[index])
                 if known[index] and (earliest_success is None or index < earliest_success):
                     earliest_success = index
             if earliest_success is not None:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gitreduce.core.current import Current, rendered_after, syntax_gate
+from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine, Precheck
 from gitreduce.core.outcome import Outcome
@@ -185,22 +185,15 @@ class PairCurrent:
             self._on_change(self)
 
     def try_states(
-        self,
-        states: Iterable[PairState],
-        parent: PairState | None = None,
-        then: Callable[[int], Iterable[PairState]] | None = None,
+        self, states: Iterable[PairState], parent: PairState | None = None
     ) -> int | None:
         """Index of the first state whose pair keeps both properties; it becomes current.
 
-        `parent` is the state they were derived from, if not the current one;
-        `then(i)` the states tried next if state `i` wins (see `Engine.first_judged`).
+        `parent` is the state they were derived from, if not the current one.
         """
         judge = self.judge(measure(self.state), parent)
         found = self.engine.first_judged(
-            (render(state) for state in states),
-            judge,
-            label=self.label,
-            then=None if then is None else lambda i: (render(state) for state in then(i)),
+            (render(state) for state in states), judge, label=self.label
         )
         if found is None:
             return None
@@ -220,14 +213,14 @@ class PairCurrent:
             return False
         base = self.state
 
-        def state(subset: Subset) -> PairState:
-            keep = set(subset)
-            return derive(base, [i for u, unit in enumerate(units) if u not in keep for i in unit])
-
         def first_success(subsets: Sequence[Subset]) -> int | None:
-            return self.try_states(
-                (state(subset) for subset in subsets), base, rendered_after(subsets, state)
-            )
+            def states() -> Iterator[PairState]:
+                for subset in subsets:
+                    keep = set(subset)
+                    removed = [i for u, unit in enumerate(units) if u not in keep for i in unit]
+                    yield derive(base, removed)
+
+            return self.try_states(states(), base)
 
         before = measure(base)
         ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
@@ -260,15 +253,12 @@ class SideCurrent(Current, ABC):
     def _adopt(self, alignment: Alignment) -> None:
         """Take `alignment` (of the pair just accepted) as the base of later candidates."""
 
-    def try_candidates(
-        self, candidates: Iterable[bytes], then: Callable[[int], Iterable[bytes]] | None = None
-    ) -> int | None:
-        found = self.engine.first_judged(
-            (self._pair(candidate) for candidate in candidates),
-            self._judge(),
-            label=self.label,
-            then=None if then is None else lambda i: (self._pair(c) for c in then(i)),
-        )
+    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
+        def pairs() -> Iterator[PairCandidate]:
+            for candidate in candidates:
+                yield self._pair(candidate)
+
+        found = self.engine.first_judged(pairs(), self._judge(), label=self.label)
         if found is None:
             return None
         self._accept(found[1])

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gitreduce.core.current import rendered_after
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.grammars import Grammar
@@ -156,12 +155,13 @@ def min_ldiff(current: PairCurrent) -> bool:
     base = current.state
     before = measure(base)
 
-    def state(subset: Subset) -> PairState:
-        return base.with_hunks({applied[i] for i in subset} | (base.applied - live))
-
     def first_success(subsets: Sequence[Subset]) -> int | None:
         return current.try_states(
-            (state(subset) for subset in subsets), base, rendered_after(subsets, state)
+            (
+                base.with_hunks({applied[i] for i in subset} | (base.applied - live))
+                for subset in subsets
+            ),
+            base,
         )
 
     ddmin(tuple(range(len(applied))), first_success, try_empty=False)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitreduce.core.ddmin import Batch, Subset, ddmin
+from gitreduce.core.ddmin import Subset, ddmin
 
 Predicate = Callable[[Subset], bool]
 
@@ -199,51 +199,3 @@ def test_first_round_tries_both_halves():
     units = tuple(range(8))
     ddmin(units, oracle, try_empty=False)
     assert oracle.batches[0] == [(4, 5, 6, 7), (0, 1, 2, 3)]
-
-
-class AfterChecker:
-    """An oracle that checks, at every batch, that the batch ddmin announced for the
-    previous batch's winner (`Batch.after`) is the batch it now asks about."""
-
-    def __init__(self, predicate: Predicate) -> None:
-        self.predicate = predicate
-        self.announced: list[Subset] | None = None
-        self.checked = 0
-
-    def __call__(self, batch: Sequence[Subset]) -> int | None:
-        assert isinstance(batch, Batch)
-        if self.announced is not None:
-            assert list(batch) == self.announced
-            self.checked += 1
-        winner = next((i for i, subset in enumerate(batch) if self.predicate(subset)), None)
-        self.announced = None if winner is None else list(batch.after(winner))
-        return winner
-
-
-@given(monotone_cases, st.booleans())
-@settings(max_examples=200, deadline=None)
-def test_the_batch_announced_after_a_winner_is_the_next_one(case, try_empty):
-    units, needed = case
-    checker = AfterChecker(contains_all(needed))
-    ddmin(units, checker, try_empty=try_empty)
-    # ddmin stops after a winner only when nothing is left to try
-    assert checker.announced in (None, [])
-
-
-def test_the_announced_batch_is_checked_at_every_winner():
-    checker = AfterChecker(contains_all(frozenset({3, 11})))
-    assert ddmin(tuple(range(16)), checker) == (3, 11)
-    assert checker.checked >= 3
-
-
-def test_after_a_winner_that_leaves_nothing_no_batch_follows():
-    batches: list[Batch] = []
-
-    def everything_goes(batch: Sequence[Subset]) -> int | None:
-        assert isinstance(batch, Batch)
-        batches.append(batch)
-        return 0
-
-    assert ddmin((1, 2, 3), everything_goes) == ()
-    assert list(batches[0]) == [()]
-    assert list(batches[0].after(0)) == []
