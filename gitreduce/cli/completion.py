@@ -32,12 +32,12 @@ _REF_VALUES = ("--branch",)
 
 
 def _option_words(page: Page) -> str:
-    words = []
-    for names, _ in page.options:
-        spelled, _, metavar = names.partition(" ")
-        for name in spelled.split(", "):
-            if name.startswith("--"):
-                words.append(name + ("=" if metavar else ""))
+    words = [
+        name + ("=" if option.metavar else "")
+        for option in page.options
+        for name in option.names
+        if name.startswith("--")
+    ]
     return " ".join([*words, "-h"])
 
 
@@ -45,35 +45,46 @@ def _subcommand_key(page: Page) -> str:
     return " ".join(page.name.split()[2:])
 
 
+def _bash_arguments(page: Page, is_root: bool) -> str:
+    """What a word that is not an option completes to, for `page`'s command."""
+    if page.commands:
+        words = "\\n".join(name for name, _ in page.commands)
+        listing = f'\t\t__gitcomp_nl_append "$(printf "{words}")"\n'
+        return ("\t\t__git_complete_revlist\n" if is_root else "") + listing
+    arguments = " ".join(page.synopsis).split()
+    choices = [word for word in arguments if "|" in word and not word.startswith("-")]
+    if choices:
+        return f'\t\t__gitcomp "{choices[0].replace("|", " ")}"\n'
+    if "[RANGE]" in arguments:
+        return "\t\t__git_complete_revlist\n"
+    return ""  # files: git's completion falls back to them
+
+
 def bash_script(root: TyperGroup) -> str:
     tree = pages(root)
-    top = [name for name, _ in tree[0].commands]
-    cases = []
-    for page in tree:
-        key = _subcommand_key(page)
-        words = " ".join(name for name, _ in page.commands)
-        listing = f'\t\t__gitcomp "{words}"\n' if words else ""
-        refs = "\t\t__git_complete_revlist\n" if not page.commands else ""
-        cases.append(
-            f'\t"{key}")\n'
-            f'\t\tcase "$cur" in\n'
-            f'\t\t-*) __gitcomp "{_option_words(page)}"; return ;;\n'
-            f"\t\tesac\n"
-            f"\t\t__git_has_doubledash && return\n"
-            f"{listing}{refs}"
-            + (
-                '\t\t[ -z "$cur" ] || [ ${#COMPREPLY[@]} -gt 0 ] || return\n'
-                f'\t\t__gitcomp_nl_append "$(printf "%s\\n" {" ".join(top)})"\n'
-                if key == ""
-                else ""
-            )
-            + "\t\t;;\n"
-        )
+    cases = "".join(
+        f'\t"{_subcommand_key(page)}")\n'
+        f'\t\tcase "$cur" in\n'
+        f'\t\t-*) __gitcomp "{_option_words(page)}"; return ;;\n'
+        f"\t\tesac\n"
+        f"\t\t__git_has_doubledash && return\n"
+        f"{_bash_arguments(page, page is tree[0])}"
+        f"\t\t;;\n"
+        for page in tree
+    )
     values = "".join(
         f'\t{option}) __gitcomp "{words}"; return ;;\n' for option, words in _VALUES.items()
     )
+    inline_values = "".join(
+        f'\t{option}=*) __gitcomp "{words}" "" "${{cur#{option}=}}"; return ;;\n'
+        for option, words in _VALUES.items()
+    )
     ref_options = "|".join(_REF_VALUES)
-    subcommands = " ".join(_subcommand_key(page) for page in tree[1:])
+    inline_refs = "".join(
+        f'\t{option}=*) __git_complete_refs --cur="${{cur#{option}=}}"; return ;;\n'
+        for option in _REF_VALUES
+    )
+    subcommands = "|".join(f'"{_subcommand_key(page)}"' for page in tree[1:])
     return (
         "# bash completion for git reduce; git's completion calls _git_reduce.\n"
         "# Load it after git's own: source <(git reduce completion bash)\n"
@@ -83,11 +94,18 @@ def bash_script(root: TyperGroup) -> str:
         f"{values}"
         f"\t{ref_options}) __git_complete_refs; return ;;\n"
         "\tesac\n"
-        '\tlocal word command=""\n'
-        f'\tfor word in $(__git_find_on_cmdline "{subcommands}"); do\n'
-        '\t\tcommand="${command:+$command }$word"\n'
+        '\tcase "$cur" in\n'
+        f"{inline_values}{inline_refs}"
+        "\tesac\n"
+        '\tlocal i command=""\n'
+        "\tfor (( i = __git_cmd_idx + 1; i < cword; i++ )); do\n"
+        '\t\tcase "${command:+$command }${words[i]}" in\n'
+        f'\t\t{subcommands}) command="${{command:+$command }}${{words[i]}}" ;;\n'
+        "\t\t-*) ;;\n"
+        "\t\t*) break ;;\n"
+        "\t\tesac\n"
         "\tdone\n"
-        '\tcase "$command" in\n' + "".join(cases) + "\tesac\n"
+        '\tcase "$command" in\n' + cases + "\tesac\n"
         "}\n"
     )
 

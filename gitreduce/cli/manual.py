@@ -17,7 +17,7 @@ from pathlib import Path
 from typer.core import TyperGroup
 
 from gitreduce.cli.defaults import CONFIG_KEYS
-from gitreduce.cli.usage import EXIT_CODES, Page, pages
+from gitreduce.cli.usage import EXIT_CODES, Option, Page, pages
 
 SEE_ALSO = "git-bisect(1), git-notes(1), git-config(1)"
 README_START = "<!-- reference: written by `python -m gitreduce.cli.manual markdown` -->"
@@ -38,10 +38,9 @@ def _roff(text: str) -> str:
     return "\\&" + text if text.startswith((".", "'")) else text
 
 
-def _roff_option(names: str) -> str:
-    spelled, _, metavar = names.partition(" ")
-    bold = ", ".join(f"\\fB{_roff(name)}\\fR" for name in spelled.split(", "))
-    return bold + (f" \\fI{_roff(metavar)}\\fR" if metavar else "")
+def _roff_option(option: Option) -> str:
+    bold = ", ".join(f"\\fB{_roff(name)}\\fR" for name in option.names)
+    return bold + (f" \\fI{_roff(option.metavar)}\\fR" if option.metavar else "")
 
 
 def _roff_command(page: Page, options_heading: str) -> list[str]:
@@ -53,8 +52,8 @@ def _roff_command(page: Page, options_heading: str) -> list[str]:
         lines += [".PP", _roff(paragraph)]
     if page.options:
         lines += [options_heading]
-        for names, help_text in page.options:
-            lines += [".TP", _roff_option(names), _roff(help_text)]
+        for option in page.options:
+            lines += [".TP", _roff_option(option), _roff(option.help)]
         lines += [".TP", "\\fB\\-h\\fR", "Print the short usage and exit with status 129."]
     return lines
 
@@ -120,8 +119,8 @@ def markdown(root: TyperGroup) -> str:
         lines += ["```", ""]
         for paragraph in page.description or [page.summary]:
             lines += [_markdown_text(paragraph), ""]
-        for names, help_text in page.options:
-            lines.append(f"- `{names}`: {_markdown_text(help_text)}")
+        for option in page.options:
+            lines.append(f"- `{option.spelled()}`: {_markdown_text(option.help)}")
         if page.options:
             lines.append("- `-h`: Print the short usage and exit with status 129.")
         for name, summary in page.commands:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from typer.core import TyperArgument, TyperGroup, TyperOption
 
@@ -34,6 +34,18 @@ EXIT_CODES = (
 )
 
 
+class Option(NamedTuple):
+    """One option as the usage lists it."""
+
+    names: tuple[str, ...]  # `-j`, `--jobs`; a flag's `--no-` form too
+    metavar: str  # "" for a flag
+    help: str
+
+    def spelled(self) -> str:
+        """`-j, --jobs N`"""
+        return ", ".join(self.names) + (f" {self.metavar}" if self.metavar else "")
+
+
 @dataclass
 class Page:
     """One command as its usage and manual describe it."""
@@ -42,7 +54,7 @@ class Page:
     synopsis: list[str]  # the usage lines, without the command's name
     summary: str
     description: list[str]  # paragraphs
-    options: list[tuple[str, str]]  # (`-j, --jobs N`, help)
+    options: list[Option]
     commands: list[tuple[str, str]] = field(default_factory=list)  # (name, summary)
     config: bool = False  # whether the git config keys apply
 
@@ -79,11 +91,7 @@ def describe(command: _click.Command, names: list[str]) -> Page:
         description=[
             _unwrap(part) for part in (described.help or "").split("\n\n") if part.strip()
         ],
-        options=[
-            (_option(param), _unwrap(param.help or ""))
-            for param in visible
-            if isinstance(param, TyperOption)
-        ],
+        options=[_option(param) for param in visible if isinstance(param, TyperOption)],
         commands=commands,
         config=any(param.name in ("jobs", "timeout", "executor") for param in visible),
     )
@@ -118,12 +126,11 @@ def _argument(param: TyperArgument) -> str:
     return word
 
 
-def _option(param: TyperOption) -> str:
-    names = ", ".join(sorted(param.opts, key=len) + param.secondary_opts)
-    if param.is_flag or param.count:
-        return names
-    metavar = param.metavar or (param.name or "").upper()
-    return f"{names} {metavar}"
+def _option(param: TyperOption) -> Option:
+    names = (*sorted(param.opts, key=len), *param.secondary_opts)
+    flag = param.is_flag or param.count
+    metavar = "" if flag else param.metavar or (param.name or "").upper()
+    return Option(names, metavar, _unwrap(param.help or ""))
 
 
 def resolve(root: TyperGroup, argv: list[str]) -> tuple[list[str], _click.Command, list[str]]:
@@ -164,8 +171,8 @@ def short_usage(page: Page, width: int = 80) -> str:
     for number, synopsis in enumerate(page.synopsis):
         lines.append(f"{'usage' if number == 0 else '   or'}: {page.name} {synopsis}".rstrip())
     lines.append("")
-    for names, help_text in page.options:
-        lines.extend(_item(names, help_text, width))
+    for option in page.options:
+        lines.extend(_item(option.spelled(), option.help, width))
     lines.extend(_item("-h", "Print this usage and exit (status 129).", width))
     if page.commands:
         lines += ["", "commands:"]
