@@ -3,7 +3,8 @@ command line's own help (`usage.pages`), so that they say what `-h` and `--help`
 
 The build writes the man page and the bash completion into the wheel's data
 (`setup.py`); the README's section is checked against `markdown()` by the tests.
-Run as `python -m gitreduce.cli.manual man|markdown|bash|zsh [-o FILE]`.
+Run as `python -m gitreduce.cli.manual man|markdown|bash|zsh [-o FILE]`;
+`python -m gitreduce.cli.manual markdown --readme README.md` rewrites the section.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typer.core import TyperGroup
 
 from gitreduce.cli.defaults import CONFIG_KEYS
-from gitreduce.cli.usage import EXIT_CODES, Option, Page, pages
+from gitreduce.cli.usage import EXIT_CODES, USAGE_HELP, Option, Page, pages
 
 SEE_ALSO = "git-bisect(1), git-notes(1), git-config(1)"
 README_START = "<!-- reference: written by `python -m gitreduce.cli.manual markdown` -->"
@@ -46,16 +47,18 @@ def _roff_option(option: Option) -> str:
 def _roff_command(page: Page, options_heading: str) -> list[str]:
     """`page`'s synopsis, description and options (under `options_heading`)."""
     lines = [".nf"]
-    lines += [f"\\fB{_roff(page.name)}\\fR {_roff(synopsis)}" for synopsis in page.synopsis]
+    lines += [_roff_synopsis(page, synopsis) for synopsis in page.synopsis]
     lines += [".fi"]
     for paragraph in page.description:
         lines += [".PP", _roff(paragraph)]
-    if page.options:
-        lines += [options_heading]
-        for option in page.options:
-            lines += [".TP", _roff_option(option), _roff(option.help)]
-        lines += [".TP", "\\fB\\-h\\fR", "Print the short usage and exit with status 129."]
-    return lines
+    lines += [options_heading]
+    for option in page.options:
+        lines += [".TP", _roff_option(option), _roff(option.help)]
+    return [*lines, ".TP", "\\fB\\-h\\fR", _roff(USAGE_HELP)]
+
+
+def _roff_synopsis(page: Page, synopsis: str) -> str:
+    return f"\\fB{_roff(page.name)}\\fR {_roff(synopsis)}".rstrip()
 
 
 def man(root: TyperGroup) -> str:
@@ -73,14 +76,13 @@ def man(root: TyperGroup) -> str:
     for page in tree:
         if page.commands and page is not top:
             continue  # a group: its subcommands' lines say it
-        lines += [f"\\fB{_roff(page.name)}\\fR {_roff(synopsis)}" for synopsis in page.synopsis]
+        lines += [_roff_synopsis(page, synopsis) for synopsis in page.synopsis]
     lines += [".fi", ".SH DESCRIPTION"]
     body = _roff_command(top, ".SH OPTIONS")
     lines += body[body.index(".fi") + 1 :]
     lines += [".SH COMMANDS"]
     for page in tree[1:]:
-        lines += [f".SS {_roff(page.name)}", _roff(page.summary)]
-        lines += [".PP", *_roff_command(page, ".PP\nOptions:")]
+        lines += [f".SS {_roff(page.name)}", *_roff_command(page, ".PP\nOptions:")]
         if page.commands:
             lines += [".PP", "Commands: " + _roff(", ".join(name for name, _ in page.commands))]
     lines += [
@@ -115,14 +117,13 @@ def markdown(root: TyperGroup) -> str:
     lines = []
     for page in pages(root):
         lines += [f"### `{page.name}`", "", "```"]
-        lines += [f"{page.name} {synopsis}" for synopsis in page.synopsis]
+        lines += [f"{page.name} {synopsis}".rstrip() for synopsis in page.synopsis]
         lines += ["```", ""]
         for paragraph in page.description or [page.summary]:
             lines += [_markdown_text(paragraph), ""]
         for option in page.options:
             lines.append(f"- `{option.spelled()}`: {_markdown_text(option.help)}")
-        if page.options:
-            lines.append("- `-h`: Print the short usage and exit with status 129.")
+        lines.append(f"- `-h`: {USAGE_HELP}")
         for name, summary in page.commands:
             lines.append(f"- `{name}`: {_markdown_text(summary)}")
         lines.append("")
@@ -146,6 +147,12 @@ def readme_section(readme: str) -> str:
     return readme[start : readme.index(README_END)].strip("\n") + "\n"
 
 
+def with_reference(readme: str, reference: str) -> str:
+    """`readme` with `reference` between its markers."""
+    start = readme.index(README_START) + len(README_START)
+    return f"{readme[:start]}\n\n{reference}\n{readme[readme.index(README_END) :]}"
+
+
 def main(argv: list[str] | None = None) -> None:
     from typer.main import get_command
 
@@ -156,10 +163,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m gitreduce.cli.manual")
     parser.add_argument("what", choices=sorted(writers))
     parser.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    parser.add_argument(
+        "--readme", type=Path, help="with markdown: replace this README's reference section"
+    )
     arguments = parser.parse_args(argv)
     root = get_command(app)
     assert isinstance(root, TyperGroup)
     text = writers[arguments.what](root)
+    if arguments.readme is not None:
+        arguments.readme.write_text(with_reference(arguments.readme.read_text(), text))
+        return
     if arguments.output is None:
         sys.stdout.write(text)
         return

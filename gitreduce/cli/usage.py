@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # type hints only: typer's own copy of click
 
 EXIT_USAGE = 129
 USAGE_OPTION = "-h"
+USAGE_HELP = "Print the short usage and exit (status 129)."
 
 EXIT_CODES = (
     (0, "done"),
@@ -173,7 +174,7 @@ def short_usage(page: Page, width: int = 80) -> str:
     lines.append("")
     for option in page.options:
         lines.extend(_item(option.spelled(), option.help, width))
-    lines.extend(_item("-h", "Print this usage and exit (status 129).", width))
+    lines.extend(_item(USAGE_OPTION, USAGE_HELP, width))
     if page.commands:
         lines += ["", "commands:"]
         for name, summary in page.commands:
