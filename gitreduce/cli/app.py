@@ -439,7 +439,7 @@ def run(argv: list[str]) -> int:
     root = typer.main.get_command(app)
     assert isinstance(root, ReduceByDefault)
     names, command, rest = resolve(root, argv)
-    if wants_usage(command, rest, needs_arguments=command is root):
+    if wants_usage(command, rest):
         sys.stdout.write(short_usage(describe(command, names)))
         return EXIT_USAGE
     try:

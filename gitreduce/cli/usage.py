@@ -152,18 +152,15 @@ def resolve(root: TyperGroup, argv: list[str]) -> tuple[list[str], _click.Comman
     return names, command, rest
 
 
-def wants_usage(command: _click.Command, rest: list[str], needs_arguments: bool) -> bool:
-    """Whether `-h` is among `rest`'s options, or arguments are needed and there are none."""
+def wants_usage(command: _click.Command, rest: list[str]) -> bool:
+    """Whether `-h` is among `rest`'s options, or arguments are needed and there are none
+    (a group, `git reduce` itself among them, needs at least a subcommand or a file)."""
     options = rest[: rest.index("--")] if "--" in rest else rest
     if USAGE_OPTION in options:
         return True
     if rest:
         return False
-    return (
-        needs_arguments
-        or isinstance(command, TyperGroup)
-        or any(param.required for param in command.params)
-    )
+    return isinstance(command, TyperGroup) or any(param.required for param in command.params)
 
 
 def short_usage(page: Page, width: int = 80) -> str:
