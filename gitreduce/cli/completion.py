@@ -141,7 +141,7 @@ def zsh_script(root: TyperGroup) -> str:
         "    _files\n"
         "  fi\n"
         "}\n"
-        "compdef _git-reduce git-reduce\n"
+        "(( $+functions[compdef] )) && compdef _git-reduce git-reduce\n"
     )
 
 
