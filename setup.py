@@ -29,16 +29,22 @@ class BuildManual(Command):
     user_options: list[tuple[str, str | None, str]] = []  # noqa: RUF012 (distutils' interface)
 
     def initialize_options(self) -> None:
-        pass
+        self.editable_mode = False  # set by setuptools' editable_wheel
 
     def finalize_options(self) -> None:
         pass
 
     def run(self) -> None:
-        environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # the sources first, then whatever this build sees (pip's isolated environment)
+        search = os.pathsep.join([str(ROOT), *(entry for entry in sys.path if entry)])
+        environment = {**os.environ, "PYTHONPATH": search}
         for what, (_, path) in OUTPUTS.items():
             command = [sys.executable, "-m", "gitreduce.cli.manual", what, "-o", str(ROOT / path)]
             subprocess.run(command, cwd=ROOT, env=environment, check=True)
+        if self.editable_mode:
+            # editable_wheel means to install data files into the wheel but looks for
+            # `has_data` where distutils says `has_data_files`, so they would be left out
+            self.run_command("install_data")
 
 
 class Build(build):
