@@ -5,6 +5,7 @@ section, the same text as the manual's, both written from the command line's hel
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,11 @@ from gitreduce.cli.manual import man, markdown, readme_section
 ROOT = Path(__file__).resolve().parents[2]
 
 needs_man = pytest.mark.skipif(shutil.which("man") is None, reason="needs man (man-db)")
+
+
+def plain(text: str) -> str:
+    """man's output without its overstrikes (bold, underline)."""
+    return re.sub(".\b", "", text)
 
 
 def _tree() -> TyperGroup:
@@ -48,13 +54,14 @@ def test_the_manual_and_the_readme_say_the_same_things():
 def test_the_manual_renders_without_warnings(tmp_path):
     source = tmp_path / "git-reduce.1"
     source.write_text(man(_tree()))
-    env = dict(os.environ, MANWIDTH="80", MAN_KEEP_FORMATTING="0")
+    env = dict(os.environ, MANWIDTH="80")
     process = subprocess.run(
         ["man", "--warnings", "-l", str(source)], capture_output=True, text=True, env=env
     )
     assert process.returncode == 0, process.stderr
     assert process.stderr == ""
-    assert "EXIT STATUS" in process.stdout and "CONFIGURATION" in process.stdout
+    assert "EXIT STATUS" in plain(process.stdout)
+    assert "CONFIGURATION" in plain(process.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +91,7 @@ def installed(tmp_path_factory) -> Path:
     subprocess.run(
         [
             *(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"),
+            "--ignore-installed",  # leave the running environment's own install alone
             *("--prefix", str(prefix), str(wheel)),
         ],
         check=True,
@@ -121,5 +129,5 @@ def test_git_help_reduce_opens_the_manual(installed, command):
         ["git", *command], capture_output=True, text=True, env=_path_env(installed)
     )
     assert process.returncode == 0, process.stderr
-    assert "GIT-REDUCE(1)" in process.stdout
-    assert "gitreduce.branchPrefix" in process.stdout
+    assert "GIT-REDUCE(1)" in plain(process.stdout)
+    assert "gitreduce.branchPrefix" in plain(process.stdout)
