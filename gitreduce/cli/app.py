@@ -5,7 +5,8 @@ its first word names a subcommand (`generate`, `count`, `triage`, `hooks`); a fi
 the current directory is still the one to reduce.
 
 Exit codes: 0 done; 1 internal error; 2 bad input or an unusable test (one-line
-message); 130 interrupted (the best result so far is still written).
+message); 129 usage (`-h`, or no arguments: see `cli.usage`); 130 interrupted (the
+best result so far is still written).
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from typer.exceptions import TyperException
 
 from gitreduce import api
 from gitreduce.cli import hooks
+from gitreduce.cli.completion import HELP as COMPLETION_HELP
+from gitreduce.cli.completion import completion_command
 from gitreduce.cli.count import HELP as COUNT_HELP
 from gitreduce.cli.count import count_command
+from gitreduce.cli.defaults import default_map
 from gitreduce.cli.generate import HELP as GENERATE_HELP
 from gitreduce.cli.generate import generate_command
 from gitreduce.cli.history import History, chain
@@ -61,6 +65,8 @@ from gitreduce.cli.progress import (
 )
 from gitreduce.cli.triage import HELP as TRIAGE_HELP
 from gitreduce.cli.triage import triage_command
+from gitreduce.cli.usage import EXIT_USAGE, describe, resolve, short_usage, wants_usage
+from gitreduce.cli.version import print_versions
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import Store
 from gitreduce.sessions.pair import PAIR_ALGORITHMS
@@ -74,8 +80,17 @@ REDUCE = "reduce"  # the default command: what `git reduce` runs without a subco
 class ReduceByDefault(TyperGroup):
     """A group whose arguments go to the `reduce` command unless the first names a subcommand.
 
-    `git reduce --help` shows the reduce command's help with the subcommands under it.
+    `git reduce --help` shows the reduce command's help with the subcommands under it;
+    `-h` and the manual describe it by `default_command` and `synopsis` (see `cli.usage`).
     """
+
+    default_command = REDUCE
+    synopsis = (
+        "FILE --test CMD [<options>]",
+        "--seed FILE --variant FILE --test CMD [<options>]",
+        "GOOD..BAD -- PATH --test CMD [<options>]",
+        "<command> [<args>]",
+    )
 
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         if not self._names_subcommand(ctx, args):
@@ -124,6 +139,11 @@ app.add_typer(
     name="hooks",
     short_help="Install or remove the git hooks that reduce commits with a Reduce-Test trailer.",
 )
+app.command(
+    "completion",
+    help=COMPLETION_HELP,
+    short_help="Print the bash or zsh completion for git reduce.",
+)(completion_command)
 
 
 def _list_passes(value: bool) -> None:
@@ -145,6 +165,8 @@ def _list_passes(value: bool) -> None:
 @app.command(
     REDUCE,
     hidden=True,
+    short_help="Bisect and reduce a failing program, and its difference to a passing one, to "
+    "the failure-inducing change.",
     help=(
         "Reduce FILE to a smaller file that still fails the test the same way, or "
         "(--seed S --variant V, or GOOD..BAD -- PATH) reduce a passing seed and a failing "
@@ -154,8 +176,8 @@ def _list_passes(value: bool) -> None:
         "means 'still shows the bug' (C-Reduce/C-Vise scripts). The candidate is "
         "`{}` in the command and $GITREDUCE_FILE, and sits under its own name in the "
         "test's working directory.\n\n"
-        "Exit codes: 0 done, 2 bad input or unusable test, 130 interrupted "
-        "(best result so far written), 1 internal error."
+        "Exit codes: 0 done, 2 bad input or unusable test, 129 usage (-h, or no arguments), "
+        "130 interrupted (best result so far written), 1 internal error."
     ),
 )
 def reduce(
@@ -164,17 +186,22 @@ def reduce(
         typer.Argument(help="FILE to reduce, or GOOD..BAD then -- PATH.", show_default=False),
     ] = None,
     seed: Annotated[
-        Path | None, typer.Option("--seed", help="The passing program (pairwise mode).")
+        Path | None,
+        typer.Option("--seed", metavar="FILE", help="The passing program (pairwise mode)."),
     ] = None,
     variant: Annotated[
-        Path | None, typer.Option("--variant", help="The failing program derived from the seed.")
+        Path | None,
+        typer.Option(
+            "--variant", metavar="FILE", help="The failing program derived from the seed."
+        ),
     ] = None,
     algorithm: Annotated[
         str,
         typer.Option(
+            metavar="ppr|dd|dd-empty",
             help="Pairwise algorithm: ppr (default); dd (Zeller's dd over the diff's hunks); "
             "dd-empty (the PPR paper's baseline: dd over the variant's tokens from an empty "
-            "program, the seed ignored)."
+            "program, the seed ignored).",
         ),
     ] = "ppr",
     no_bisect: Annotated[
@@ -188,7 +215,8 @@ def reduce(
     jobs: Jobs = DEFAULT_JOBS,
     timeout: TestTimeout = None,
     language: Annotated[
-        str | None, typer.Option(help="Grammar to parse with (default: from the extension).")
+        str | None,
+        typer.Option(metavar="LANG", help="Grammar to parse with (default: from the extension)."),
     ] = None,
     signature: Signature = None,
     any_failure: AnyFailure = False,
@@ -199,12 +227,14 @@ def reduce(
         typer.Option(
             "--output",
             "-o",
+            metavar="PATH",
             help="Where to write the result (default: NAME.reduced.EXT); for a pair, a "
             "directory (created if need be).",
         ),
     ] = None,
     html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+        Path | None,
+        typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report."),
     ] = None,
     skip_pass: Annotated[
         list[str] | None,
@@ -230,6 +260,16 @@ def reduce(
     as_json: AsJson = False,
     quiet: Quiet = False,
     debug: Debug = False,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            expose_value=False,
+            callback=print_versions,
+            help="Print the version of git reduce, of its grammars and of pygit2, and exit.",
+        ),
+    ] = False,
     progress_file: Annotated[
         Path | None,
         typer.Option(
@@ -390,9 +430,30 @@ def paths_last(argv: list[str]) -> list[str]:
 
 
 def run(argv: list[str]) -> int:
-    """`git reduce ARGV` to its exit code; click's usage errors become one `error:` line too."""
+    """`git reduce ARGV` to its exit code; click's usage errors become one `error:` line too.
+
+    `-h`, or a command without the arguments it needs, prints the short usage on
+    stdout and exits 129, as git does; option defaults come from git config
+    (`cli.defaults`), read only for a real run.
+    """
+    root = typer.main.get_command(app)
+    assert isinstance(root, ReduceByDefault)
+    names, command, rest = resolve(root, argv)
+    if wants_usage(command, rest):
+        sys.stdout.write(short_usage(describe(command, names)))
+        return EXIT_USAGE
     try:
-        code = app(args=argv, prog_name="git reduce", standalone_mode=False)
+        code = root.main(
+            args=argv,
+            prog_name="git reduce",
+            standalone_mode=False,
+            default_map=default_map(Path.cwd()),
+        )
+    except UserError as error:  # a git config value that cannot work
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/] {escape(str(error))}", highlight=False
+        )
+        return error.exit_code
     except TyperException as error:  # usage errors: unknown option, bad value, no such command
         Console(stderr=True, soft_wrap=True).print(
             f"[red]error:[/] {escape(error.format_message())}", highlight=False

@@ -36,7 +36,8 @@ def count_command(
         typer.Argument(metavar="FILE [FILE]", help="A program, or a seed and its variant."),
     ],
     language: Annotated[
-        str | None, typer.Option(help="Grammar to parse with (default: from the extension).")
+        str | None,
+        typer.Option(metavar="LANG", help="Grammar to parse with (default: from the extension)."),
     ] = None,
 ) -> None:
     try:

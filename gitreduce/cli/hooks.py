@@ -28,7 +28,7 @@ app = typer.Typer(
         "command), and the minimal failure-inducing change is attached to it as a note: "
         "git log --notes=reduce. Commits are queued and one `git reduce triage --queue` "
         "reduces them, gitreduce.triage.workers at a time (default 1)."
-        "\n\nExit codes: 0 done, 2 error (one line)."
+        "\n\nExit codes: 0 done, 2 error (one line), 129 usage."
     ),
 )
 

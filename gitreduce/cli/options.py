@@ -19,13 +19,25 @@ from gitreduce.core.errors import UserError
 from gitreduce.oracle.executor import parse_executor
 
 TestCommand = Annotated[
-    str | None, typer.Option("--test", help="Test command, git-bisect-run convention.")
+    str | None,
+    typer.Option("--test", metavar="CMD", help="Test command, git-bisect-run convention."),
 ]
 InterestingCommand = Annotated[
     str | None,
-    typer.Option("--interesting", help="Test command, C-Reduce convention (0 = bug)."),
+    typer.Option(
+        "--interesting", metavar="CMD", help="Test command, C-Reduce convention (0 = bug)."
+    ),
 ]
-Jobs = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Tests run in parallel.")]
+Jobs = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        metavar="N",
+        help="Tests run in parallel (default: gitreduce.jobs, else the number of CPUs).",
+    ),
+]
 DEFAULT_JOBS = os.cpu_count() or 1
 
 
@@ -41,13 +53,18 @@ TestTimeout = Annotated[
     float | None,
     typer.Option(
         "--timeout",
-        help="Seconds per test (default: 10x the original's run, >= 1s).",
+        metavar="SECONDS",
+        help="Seconds per test (default: gitreduce.timeout, else 10x the original's run, >= 1s).",
         callback=positive_seconds,
     ),
 ]
 Signature = Annotated[
     str | None,
-    typer.Option("--signature", help="Regex the failure's output must match (default: auto)."),
+    typer.Option(
+        "--signature",
+        metavar="RE",
+        help="Regex the failure's output must match (default: auto).",
+    ),
 ]
 AnyFailure = Annotated[
     bool, typer.Option("--any-failure", help="Accept any bad exit, not just the same bug.")
@@ -57,6 +74,7 @@ Repeat = Annotated[
     typer.Option(
         "--repeat",
         min=1,
+        metavar="N",
         help="Run the test N times per candidate and go by the majority, for a test that fails "
         "only sometimes (default 1: a test that disagrees with itself is refused as flaky).",
     ),
@@ -84,11 +102,17 @@ ExecutorName = Annotated[
     ),
 ]
 Branch = Annotated[
-    str | None, typer.Option("--branch", help="Result branch (default: reduce/<name>).")
+    str | None,
+    typer.Option(
+        "--branch",
+        metavar="NAME",
+        help="Result branch (default: reduce/<name>, under gitreduce.branchPrefix if set).",
+    ),
 ]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing result branch.")]
 PatchFile = Annotated[
-    Path | None, typer.Option("--patch", help="Also write the result as a mail-ready patch.")
+    Path | None,
+    typer.Option("--patch", metavar="FILE", help="Also write the result as a mail-ready patch."),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")]
 ShowStats = Annotated[

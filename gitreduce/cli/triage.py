@@ -1,7 +1,8 @@
 """`git reduce triage`: the command-line front of `sessions.triage`.
 
-Job: options (with defaults from git config: `gitreduce.triage.workers`,
-`gitreduce.executor`), a progress line for the batch (findings done /
+Job: options (with defaults from git config, see `cli.defaults`:
+`gitreduce.triage.workers`, `gitreduce.executor`, `gitreduce.jobs`,
+`gitreduce.timeout`), a progress line for the batch (findings done /
 running / queued, buckets, tests/s over all reductions, ETA; plain lines
 when stderr is not a terminal), a line per finding as it ends, the bucket
 table at the end, `--json` and the `--html` index page.
@@ -14,7 +15,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import pygit2
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -41,8 +41,9 @@ HELP = (
     "one resumes from the cached verdicts. Tests run locally (--executor local), on a Dask "
     "cluster started for the run (dask-local) or on an existing one (dask://HOST:PORT).\n\n"
     "Defaults from git config: gitreduce.triage.workers (--workers), gitreduce.executor "
-    "(--executor).\n\nExit codes: 0 done (also when findings were not reproduced), 2 bad "
-    "input, 130 interrupted."
+    "(--executor), gitreduce.jobs (--jobs), gitreduce.timeout (--timeout).\n\n"
+    "Exit codes: 0 done (also when findings were not reproduced), 2 bad input, 129 usage, "
+    "130 interrupted."
 )
 
 _STATUS_MARKS = {
@@ -68,17 +69,30 @@ def triage_command(
     ] = False,
     test: Annotated[
         str | None,
-        typer.Option("--test", help="Test command for commits without a Reduce-Test trailer."),
+        typer.Option(
+            "--test", metavar="CMD", help="Test command for commits without a Reduce-Test trailer."
+        ),
     ] = None,
     seed: Annotated[
-        Path | None, typer.Option("--seed", help="The passing program the variants derive from.")
+        Path | None,
+        typer.Option(
+            "--seed", metavar="FILE", help="The passing program the variants derive from."
+        ),
     ] = None,
     variants: Annotated[
-        Path | None, typer.Option("--variants", help="A directory of failing variants of --seed.")
+        Path | None,
+        typer.Option(
+            "--variants", metavar="DIR", help="A directory of failing variants of --seed."
+        ),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Where --variants results go (default DIR.reduced)."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="DIR",
+            help="Where --variants results go (default DIR.reduced).",
+        ),
     ] = None,
     jobs: Annotated[
         int | None,
@@ -86,7 +100,9 @@ def triage_command(
             "--jobs",
             "-j",
             min=1,
-            help="Tests in flight per reduction (default: the executor's slots / --workers).",
+            metavar="N",
+            help="Tests in flight per reduction (default: gitreduce.jobs, else the executor's "
+            "slots / --workers).",
         ),
     ] = None,
     workers: Annotated[
@@ -95,6 +111,7 @@ def triage_command(
             "--workers",
             "-w",
             min=1,
+            metavar="N",
             help="Reductions at once (default: gitreduce.triage.workers, else 1).",
         ),
     ] = None,
@@ -102,6 +119,7 @@ def triage_command(
         str | None,
         typer.Option(
             "--executor",
+            metavar="local|dask-local|dask://HOST:PORT",
             help="Where tests run: local, dask-local or dask://HOST:PORT "
             "(default: gitreduce.executor, else local).",
         ),
@@ -124,7 +142,11 @@ def triage_command(
     ] = False,
     html: Annotated[
         Path | None,
-        typer.Option("--html", help="Write an index page (and a report per finding beside it)."),
+        typer.Option(
+            "--html",
+            metavar="FILE",
+            help="Write an index page (and a report per finding beside it).",
+        ),
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the findings and buckets as JSON on stdout.")
@@ -144,8 +166,8 @@ def triage_command(
             variants=variants,
             output=output,
             jobs=jobs,
-            workers=workers or _config_int("gitreduce.triage.workers", 1),
-            executor=executor or _config_str("gitreduce.executor", "local"),
+            workers=workers or 1,
+            executor=executor or "local",
             timeout=timeout,
             representatives_first=representatives_first,
             retry=retry,
@@ -164,36 +186,6 @@ def triage_command(
             sys.stdout.write(json.dumps(record, indent=2) + "\n")
     if state.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _config() -> pygit2.Config | None:
-    found = pygit2.discover_repository(str(Path.cwd()))
-    try:
-        return pygit2.Repository(found).config if found else pygit2.Config.get_global_config()
-    except (OSError, pygit2.GitError):
-        return None
-
-
-def _config_str(key: str, default: str) -> str:
-    config = _config()
-    try:
-        value = config[key] if config is not None else None
-    except (KeyError, ValueError, pygit2.GitError):
-        value = None
-    return value if isinstance(value, str) and value else default
-
-
-def _config_int(key: str, default: int) -> int:
-    config = _config()
-    if config is None or key not in config:
-        return default
-    try:
-        value = config.get_int(key)
-    except (ValueError, pygit2.GitError):
-        raise UserError(f"git config {key} is not a number") from None
-    if value < 1:
-        raise UserError(f"git config {key} must be at least 1, not {value}")
-    return value
 
 
 class TriagePrinter:

@@ -23,7 +23,7 @@ import pygit2
 from pygit2.enums import DeltaStatus, SortMode
 
 from gitreduce.core.errors import UserError
-from gitreduce.git.results import RESULT_BRANCH_PREFIX
+from gitreduce.git.config import branch_prefix
 from gitreduce.git.revisions import parse_range, resolve_commit
 
 TEST_TRAILER = "reduce-test"
@@ -51,10 +51,9 @@ class Finding:
     def short(self) -> str:
         return self.commit[:7]
 
-    @property
-    def branch(self) -> str:
-        """The result branch, as the hook names it."""
-        return f"{RESULT_BRANCH_PREFIX}{self.short}"
+    def branch(self, prefix: str) -> str:
+        """The result branch under `prefix` (`gitreduce.branchPrefix`), as the hook names it."""
+        return f"{prefix}{self.short}"
 
 
 def configured_test(repo: pygit2.Repository, name: str) -> str | None:
@@ -92,10 +91,11 @@ def commits_in(repo: pygit2.Repository, revisions: str | None, everything: bool)
 
 def _all_tips(repo: pygit2.Repository) -> list[pygit2.Oid]:
     tips: dict[pygit2.Oid, None] = {}
+    prefix = branch_prefix(repo)
     for name in repo.references:
         if not name.startswith(("refs/heads/", "refs/tags/")):
             continue  # refs/reduce (the cache), refs/notes, remotes: not the user's history
-        if name.startswith("refs/heads/" + RESULT_BRANCH_PREFIX):
+        if name.startswith("refs/heads/" + prefix):
             continue  # results of earlier reductions
         try:
             commit = repo.references[name].peel(pygit2.Commit)

@@ -24,13 +24,14 @@ from gitreduce.core.errors import UserError
 RESULT_BRANCH_PREFIX = "reduce/"
 
 
-def result_branch_name(hint: str) -> str:
-    """`reduce/<hint>` made into a valid branch name (`hint`: the input's file name, a commit)."""
+def result_branch_name(hint: str, prefix: str = RESULT_BRANCH_PREFIX) -> str:
+    """`reduce/<hint>` made into a valid branch name (`hint`: the input's file name, a commit;
+    `prefix`: `gitreduce.branchPrefix`, see `git.config.branch_prefix`)."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", hint).strip("-.") or "result"
     name = re.sub(r"\.\.+", ".", name)
     if name.endswith(".lock"):
         name = name[: -len(".lock")] + "-lock"
-    return RESULT_BRANCH_PREFIX + name
+    return prefix + name
 
 
 def user_signature(repo: pygit2.Repository) -> pygit2.Signature:

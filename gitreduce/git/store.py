@@ -20,6 +20,7 @@ from gitreduce.core.engine import blob_id
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.cache_log import CacheError
+from gitreduce.git.config import branch_prefix
 from gitreduce.git.layout import open_cache_repository
 from gitreduce.git.results import record_result, result_branch_name, result_message, write_patch
 from gitreduce.git.revisions import to_repo_path
@@ -123,7 +124,7 @@ def record(
     In the private cache repository the branch is overwritten freely: it only
     exists so `--patch` has commits to format.
     """
-    branch = request.branch or result_branch_name(hint)
+    branch = request.branch or result_branch_name(hint, branch_prefix(store.repo))
     try:
         ids = record_result(
             store.repo,

@@ -34,6 +34,7 @@ import pygit2
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git import triage_records as records
+from gitreduce.git.config import branch_prefix
 from gitreduce.git.findings import Finding, commits_in, examine, find_findings
 from gitreduce.git.results import result_branch_name
 from gitreduce.git.revisions import find_repository
@@ -175,6 +176,7 @@ def _commit_jobs(repo: pygit2.Repository, settings: TriageSettings) -> list[_Job
 
 
 def _commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSettings) -> _Job:
+    branch = finding.branch(branch_prefix(repo))
     result = FindingResult(
         key=finding.commit,
         label=finding.short,
@@ -182,7 +184,7 @@ def _commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSetti
         path=finding.path,
         test_name=finding.test_name,
         command=finding.command,
-        branch=finding.branch,
+        branch=branch,
     )
     cwd = Path(repo.workdir or repo.path)
     job = _Job(result, cwd=cwd)
@@ -202,7 +204,7 @@ def _commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSetti
         finding.command,
         "--no-bisect",
         "--branch",
-        finding.branch,
+        branch,
         "--force",
         *_common_options(settings, result),
     ]
@@ -234,7 +236,9 @@ def _variant_jobs(settings: TriageSettings, base: Path) -> tuple[Store, list[_Jo
     for variant_path in variants:
         variant = variant_path.read_bytes()
         digest = hashlib.sha1(b"\0".join([seed, variant, settings.test.encode()])).hexdigest()
-        branch = result_branch_name(f"{seed_path.stem}-{variant_path.name}")
+        branch = result_branch_name(
+            f"{seed_path.stem}-{variant_path.name}", branch_prefix(store.repo)
+        )
         result = FindingResult(
             key=digest,
             label=variant_path.name,

@@ -37,7 +37,7 @@ def test_a_trailer_naming_a_configured_test_makes_a_finding(repo: tuple[Path, di
     finding = examine(pygit2.Repository(str(path)), sha)
     assert finding is not None and finding.problem is None
     assert (finding.path, finding.test_name, finding.command) == ("a.c", "gcc", "./t.sh {}")
-    assert finding.branch == f"reduce/{sha[:7]}"
+    assert finding.branch("reduce/") == f"reduce/{sha[:7]}"
 
 
 @pytest.mark.parametrize(
