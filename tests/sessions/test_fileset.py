@@ -1,0 +1,201 @@
+"""File-set mode end to end: real directories, real test commands, real gcc; the set's
+result as a directory, a commit and a patch, and bad inputs as one-line errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pygit2
+import pytest
+from support import git, make_user_repo
+
+from gitreduce.core.errors import UserError
+from gitreduce.git.store import ResultRequest
+from gitreduce.sessions.fileset import FILES_PASS, FileSetSettings, read_set, reduce_files
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lto-type-mismatch"
+
+# interesting (exit 0) while util.py still sets the flag and main.py still calls it
+GREP_BOTH = "grep -q 'flag = 1' util.py && grep -q 'util.set_flag()' main.py"
+
+MAIN = b"""import util
+import data
+
+
+def greet(name):
+    return "hello " + name
+
+
+def main():
+    print(greet("world"))
+    util.set_flag()
+    print(data.TABLE)
+
+
+main()
+"""
+UTIL = b"""flag = 0
+
+
+def set_flag():
+    global flag
+    flag = 1
+
+
+def clear_flag():
+    global flag
+    flag = 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private verdict cache, and a cwd that has nothing to do with the inputs."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+
+def python_project(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "main.py").write_bytes(MAIN)
+    (root / "util.py").write_bytes(UTIL)
+    (root / "data.py").write_bytes(b"TABLE = [1, 2, 3]\n")
+    (root / "pkg" / "__init__.py").write_bytes(b"from . import helpers\n")
+    (root / "pkg" / "helpers.py").write_bytes(b"def helper():\n    return 42\n")
+    (root / "README").write_bytes(b"A project.\nIt prints a greeting.\n")
+    return root
+
+
+def settings(paths: list[Path], test: str = GREP_BOTH, **options: object) -> FileSetSettings:
+    return FileSetSettings(paths=tuple(paths), test=test, polarity="interesting", jobs=2, **options)  # type: ignore[arg-type]
+
+
+def test_a_directory_loses_its_unneeded_files_then_each_file_its_unneeded_lines(
+    tmp_path: Path,
+) -> None:
+    root = python_project(tmp_path / "proj")
+    before = {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+    summary = reduce_files(settings([root], keep=(root / "README",)))
+    assert set(summary.files) == {"main.py", "util.py", "README"}
+    assert summary.files["util.py"].strip() == b"flag = 1"
+    assert summary.files["main.py"].strip() == b"util.set_flag()"
+    assert (summary.files_before, summary.files_after) == (6, 3)
+    assert summary.verified and summary.tokens_after < summary.tokens_before
+    assert summary.stats.by_pass.get(FILES_PASS)
+    assert {path: path.read_bytes() for path in before} == before  # the inputs stay
+    output = Path(summary.output or "")
+    assert output == tmp_path / "proj.reduced"  # outside a repository: beside the set
+    written = {p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file()}
+    assert written == set(summary.files)
+    assert summary.as_dict()["files"] == sorted(summary.files)
+
+
+def test_a_second_run_is_answered_by_the_cache(tmp_path: Path) -> None:
+    root = python_project(tmp_path / "proj")
+    first = reduce_files(settings([root], output=tmp_path / "one"))
+    again = reduce_files(settings([root], output=tmp_path / "two"))
+    assert again.files == first.files
+    assert again.stats.tests_run < first.stats.tests_run
+
+
+def test_named_files_are_a_set_relative_to_their_common_directory(tmp_path: Path) -> None:
+    root = python_project(tmp_path / "proj")
+    summary = reduce_files(
+        settings([root / "main.py", root / "util.py", root / "pkg" / "helpers.py"])
+    )
+    assert set(summary.files) == {"main.py", "util.py"}
+
+
+def test_in_a_repository_the_result_is_a_commit_of_the_set_and_a_patch(tmp_path: Path) -> None:
+    work = make_user_repo(tmp_path / "work")
+    python_project(work / "app")
+    patch = tmp_path / "set.patch"
+    summary = reduce_files(
+        settings([work / "app"]), result=ResultRequest(branch="reduce/app", patch=patch)
+    )
+    assert summary.output is None and summary.branch == "reduce/app"
+    repo = pygit2.Repository(str(work))
+    tree = repo.revparse_single("reduce/app").peel(pygit2.Commit).tree
+    assert tree["app/util.py"].data == summary.files["util.py"]
+    assert sorted(entry.name for entry in tree["app"].peel(pygit2.Tree)) == sorted(summary.files)
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    (empty / "base").write_text("base\n")
+    git(empty, "add", "base")
+    git(empty, "commit", "-q", "-m", "base")
+    git(empty, "am", "-q", str(patch))
+    assert (empty / "app" / "main.py").read_bytes() == summary.files["main.py"]
+
+
+def test_links_nested_repositories_and_binaries_are_left_out_or_kept_whole(
+    tmp_path: Path,
+) -> None:
+    root = python_project(tmp_path / "proj")
+    os.symlink(root / "util.py", root / "alias.py")
+    (root / "vendor").mkdir()
+    (root / "vendor" / ".git").write_text("gitdir: ../../.git/modules/vendor\n")
+    (root / "vendor" / "lib.py").write_text("x = 1\n")
+    (root / "blob.bin").write_bytes(b"\0\1\2flag = 1\n")
+    read = read_set([root])
+    assert "alias.py" not in read.files and "vendor/lib.py" not in read.files
+    assert read.opaque == {"blob.bin"}
+    assert any("alias.py" in warning and "vendor/" in warning for warning in read.warnings)
+    assert any("blob.bin" in warning for warning in read.warnings)
+    summary = reduce_files(settings([root], test=f"{GREP_BOTH} && test -e blob.bin"))
+    assert summary.files["blob.bin"] == b"\0\1\2flag = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("make", "keep", "message"),
+    [
+        (lambda root: [root / "missing"], (), "no such file or directory"),
+        (lambda root: [root / "link"], (), "symbolic link"),
+        (lambda root: [root / "empty"], (), "no files to reduce"),
+        (lambda root: [root / "proj"], ("elsewhere.py",), "not a file of the set"),
+    ],
+)
+def test_bad_inputs_are_one_line_errors(
+    tmp_path: Path, make: object, keep: tuple[str, ...], message: str
+) -> None:
+    python_project(tmp_path / "proj")
+    (tmp_path / "empty").mkdir()
+    os.symlink(tmp_path / "proj", tmp_path / "link")
+    paths = make(tmp_path)  # type: ignore[operator]
+    with pytest.raises(UserError, match=message):
+        reduce_files(settings(paths, keep=tuple(tmp_path / name for name in keep)))
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="gcc")
+def test_an_lto_type_mismatch_across_translation_units_keeps_only_what_makes_it(
+    tmp_path: Path,
+) -> None:
+    """The acceptance fixture: eight files of three real libraries and a program, the
+    warning only the LTO link of two units gives; the Makefile is pinned."""
+    root = tmp_path / "set"
+    shutil.copytree(FIXTURE / "set", root)
+    summary = reduce_files(
+        FileSetSettings(
+            paths=(root,),
+            test=str(FIXTURE / "test.sh"),
+            keep=(root / "Makefile",),
+            jobs=2,
+            output=tmp_path / "out",
+        )
+    )
+    assert summary.verified and summary.files_before == 8
+    assert (
+        {"main.c", "log.c", "Makefile"}
+        <= set(summary.files)
+        <= {
+            "main.c",
+            "log.c",
+            "log.h",
+            "Makefile",
+        }
+    )
+    assert b"log_set_quiet" in summary.files["main.c"]
+    assert summary.tokens_after * 10 < summary.tokens_before
