@@ -45,7 +45,7 @@ from gitreduce.pair.alignment import diff_ops
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.tokens import tokenize
 from gitreduce.passes import schedule
-from gitreduce.sessions.fileset import FileSetSettings, FileSetSummary
+from gitreduce.sessions.fileset import FileSetSettings, FileSetSummary, reduce_revision_set
 from gitreduce.sessions.fileset import reduce_files as reduce_file_set
 from gitreduce.sessions.pair import (
     PAIR_ALGORITHMS,
@@ -129,6 +129,8 @@ def reduce_files(
     test: str,
     *,
     keep: Iterable[str | Path] = (),
+    revisions: str | None = None,
+    repository: str | Path | None = None,
     interesting: bool = False,
     jobs: int | None = None,
     timeout: float | None = None,
@@ -157,6 +159,11 @@ def reduce_files(
     a repository, DIR.reduced beside the set's directory outside one). The
     reduced set is `FileSetSummary.files`; the result branch's commit holds it
     and `patch` is a multi-file patch. The other options are `reduce_file`'s.
+
+    `revisions` ("GOOD..BAD"): the files under `paths` (relative to `repository`,
+    default the current directory) are read at BAD from the object store and
+    reduced as a set; GOOD only has to differ (a first version: neither bisected
+    nor reduced pairwise yet).
     """
     choice = parse_executor(executor)
     settings = FileSetSettings(
@@ -172,8 +179,19 @@ def reduce_files(
         output=Path(output) if output is not None else None,
         skip_passes=_skip_passes(skip_passes),
     )
+    request = _request(branch, force, patch)
     with _executing(choice, settings.jobs, echo):
-        return reduce_file_set(settings, progress, _request(branch, force, patch), echo)
+        if revisions is None:
+            return reduce_file_set(settings, progress, request, echo)
+        return reduce_revision_set(
+            revisions,
+            [str(path) for path in settings.paths],
+            settings,
+            Path(repository) if repository is not None else None,
+            progress,
+            request,
+            echo,
+        )
 
 
 def reduce_pair(

@@ -270,6 +270,11 @@ def reduce(
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
         revisions = _revisions(targets or [])
+        set_range = None  # GOOD..BAD over several paths or a directory: a set at BAD
+        if revisions is not None and (
+            len(revisions[1]) > 1 or revisions[1][0].endswith("/") or Path(revisions[1][0]).is_dir()
+        ):
+            set_range, targets, revisions = revisions[0], revisions[1], None
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
@@ -298,7 +303,7 @@ def reduce(
             try:
                 if revisions is not None:
                     pair_summary = api.reduce_revisions(
-                        *revisions, command, bisect=not no_bisect, **options
+                        revisions[0], revisions[1][0], command, bisect=not no_bisect, **options
                     )
                 else:
                     assert seed is not None and variant is not None
@@ -331,7 +336,7 @@ def reduce(
                 "give a FILE (or several, or a DIR) to reduce, --seed FILE --variant FILE, "
                 "or GOOD..BAD -- PATH"
             )
-        if len(targets) > 1 or Path(targets[0]).is_dir():
+        if set_range is not None or len(targets) > 1 or Path(targets[0]).is_dir():
             if html is not None:
                 raise UserError("--html is for one file or a pair, not a file set")
             if language is not None:
@@ -341,6 +346,7 @@ def reduce(
                 set_summary = api.reduce_files(
                     targets,
                     command,
+                    revisions=set_range,
                     keep=keep or [],
                     interesting=polarity == "interesting",
                     jobs=jobs,
@@ -427,13 +433,13 @@ def _require_directory_possible(directory: Path) -> None:
         raise UserError(f"--output {directory}: {existing} exists and is not a directory")
 
 
-def _revisions(targets: list[str]) -> tuple[str, str] | None:
-    """`GOOD..BAD PATH` (PATH after `--`), or None when the targets name a plain file."""
+def _revisions(targets: list[str]) -> tuple[str, list[str]] | None:
+    """`GOOD..BAD PATH...` (the paths after `--`), or None when the targets name plain files."""
     if not targets or ".." not in targets[0] or Path(targets[0]).exists():
         return None
-    if len(targets) != 2:
-        raise UserError("give one path after the revision range: git reduce GOOD..BAD -- PATH")
-    return targets[0], targets[1]
+    if len(targets) < 2:
+        raise UserError("give a path after the revision range: git reduce GOOD..BAD -- PATH")
+    return targets[0], targets[1:]
 
 
 def paths_last(argv: list[str]) -> list[str]:

@@ -18,10 +18,11 @@ its cache keys and its figures.
 from __future__ import annotations
 
 import os
+import posixpath
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Literal
 
 from gitreduce.core import fileset
@@ -30,6 +31,14 @@ from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.revisions import (
+    find_repository,
+    kind_at,
+    parse_range,
+    read_set_at,
+    resolve_commit,
+    to_repo_path,
+)
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax, plain_tokens
@@ -112,17 +121,22 @@ def read_set(paths: Sequence[Path]) -> FileSet:
     tops = [path.resolve() if path.is_dir() else path.resolve().parent for path in paths]
     root = Path(os.path.commonpath(tops))
     files: dict[str, bytes] = {}
-    opaque = set()
     for path in resolved:
         relative = path.relative_to(root).as_posix()
         problem = fileset.check_path(relative)
         if problem is not None:
             raise UserError(f"{path} cannot be in the set: {problem}")
         files[relative] = path.read_bytes()
-        if b"\0" in files[relative][:_BINARY_PROBE]:
-            opaque.add(relative)
+    return _as_set(root, files, skipped)
+
+
+def _as_set(root: Path, files: dict[str, bytes], skipped: list[str]) -> FileSet:
+    """The set of `files` under `root`, its binary members found and what was left out said."""
+    if not files:
+        raise UserError(f"no files to reduce under {root}")
     if not any(content.strip() for content in files.values()):
         raise UserError("every file of the set is empty; there is nothing to reduce")
+    opaque = frozenset(name for name, text in files.items() if b"\0" in text[:_BINARY_PROBE])
     warnings = []
     if skipped:
         warnings.append(f"left out (symbolic links, nested repositories): {', '.join(skipped)}")
@@ -131,7 +145,7 @@ def read_set(paths: Sequence[Path]) -> FileSet:
             f"binary files are kept or removed whole, never reduced inside: "
             f"{', '.join(sorted(opaque))}"
         )
-    return FileSet(root, files, frozenset(opaque), warnings)
+    return FileSet(root, files, opaque, warnings)
 
 
 def _walk(directory: Path, skipped: list[str]) -> Iterable[Path]:
@@ -177,6 +191,18 @@ class _Member(Current):
 Progress = Callable[[Current], None]
 
 
+@dataclass(frozen=True)
+class _Target:
+    """Where a set comes from and where its result goes."""
+
+    store: Store
+    name: str  # the set's directory name: the scratch name and the branch hint
+    repo_path: str  # the set's directory in the repository ("" for its top)
+    output: Path | None
+    input: str  # the inputs as given, for the summary
+    sources: tuple[str, ...] = ()  # the commits it was read from
+
+
 @deferring
 def reduce_files(
     settings: FileSetSettings,
@@ -187,22 +213,99 @@ def reduce_files(
     """Reduce a file set under the test; the result is written even when interrupted."""
     started = time.monotonic()
     read = read_set(settings.paths)
-    original = dict(read.files)
-    pinned = _pinned(read, settings.keep)
-    store = Store.near(read.root / next(iter(original)))  # inside the set's directory
-    repo_path = _repo_path(store, read.root)
+    pinned = _pinned(read, [path.resolve() for path in settings.keep], read.root)
+    store = Store.near(read.root / next(iter(read.files)))  # inside the set's directory
     output = settings.output
     if output is None and not store.users:
         output = read.root.with_name(f"{read.root.name}.reduced")
     if output is not None and output.exists() and not output.is_dir():
         raise UserError(f"--output {output} exists and is not a directory")
+    target = _Target(
+        store=store,
+        name=read.root.name or "files",
+        repo_path=_repo_path(store, read.root),
+        output=output,
+        input=", ".join(str(path) for path in settings.paths),
+    )
+    return _reduce(read, pinned, settings, target, started, progress, result, echo)
+
+
+@deferring
+def reduce_revision_set(
+    revisions: str,
+    paths: Sequence[str],
+    settings: FileSetSettings,
+    directory: Path | None = None,
+    progress: Progress | None = None,
+    result: ResultRequest | None = None,
+    echo: Echo | None = None,
+) -> FileSetSummary:
+    """`GOOD..BAD -- PATH...`: the set of files under `paths` at BAD, reduced alone.
+
+    A first version of a change to several files: the set at BAD is checked out
+    of the object store (nothing touches the work tree) and reduced as a file
+    set; GOOD only has to differ. Neither a bisection nor a pairwise reduction
+    of the change is made yet, which a warning says.
+    """
+    started = time.monotonic()
+    repo = find_repository(directory or Path.cwd())
+    good, bad = parse_range(revisions)
+    good_commit, bad_commit = resolve_commit(repo, good), resolve_commit(repo, bad)
+    where = [to_repo_path(repo, path, directory) for path in paths]
+    tops = []
+    for path in where:
+        before, after = kind_at(good_commit, path), kind_at(bad_commit, path)
+        if after is None:
+            raise UserError(f"{path} does not exist at {bad}")
+        if before is not None and before != after:
+            raise UserError(f"{path} is a {before} at {good} and a {after} at {bad}")
+        if after not in ("directory", "file"):
+            raise UserError(f"{path} is a {after} at {bad}; give files or directories")
+        tops.append(path if after == "directory" else posixpath.dirname(path))
+    variant, skipped = read_set_at(repo, bad, where)
+    seed, _ = read_set_at(repo, good, where)
+    if variant == seed:
+        raise UserError(f"{', '.join(where)}: the same at {good} and {bad}; nothing to reduce")
+    root = posixpath.commonpath(tops)
+    files = {posixpath.relpath(path, root or "."): content for path, content in variant.items()}
+    read = _as_set(Path(repo.workdir or repo.path) / root, files, skipped)
+    read.warnings.append(
+        f"the set at {bad} is reduced alone: GOOD..BAD over several files is neither bisected "
+        "nor reduced pairwise yet"
+    )
+    keep = [PurePosixPath(to_repo_path(repo, str(path), directory)) for path in settings.keep]
+    target = _Target(
+        store=Store(repo, users=True),
+        name=posixpath.basename(root) or posixpath.basename(where[0]),
+        repo_path=root,
+        output=settings.output,
+        input=f"{revisions} -- {' '.join(paths)}",
+        sources=(str(good_commit.id), str(bad_commit.id)),
+    )
+    pinned = _pinned(read, keep, PurePosixPath(root))
+    return _reduce(read, pinned, settings, target, started, progress, result, echo)
+
+
+def _reduce(
+    read: FileSet,
+    pinned: frozenset[str],
+    settings: FileSetSettings,
+    target: _Target,
+    started: float,
+    progress: Progress | None,
+    result: ResultRequest | None,
+    echo: Echo | None,
+) -> FileSetSummary:
+    original = dict(read.files)
+    output = target.output
+    store = target.store
     warnings = list(read.warnings)
     syntaxes, unparsed = _syntaxes(original, read.opaque)
     if unparsed:
         warnings.append(f"no grammar for {', '.join(unparsed)}; reducing those by lines and tokens")
     spec = TestSpec(
         command=settings.test,
-        relative_path=read.root.name or "set",
+        relative_path=target.name,
         polarity=settings.polarity,
         timeout=settings.timeout,
         signature_regex=settings.signature,
@@ -258,19 +361,19 @@ def reduce_files(
     command = run.spec.command
     if output is not None:
         _write_set(output, files)
-    name = repo_path or read.root.name
     branch, commits = record(
         store,
         result or ResultRequest(),
-        hint=read.root.name or "files",
-        path=repo_path,
+        hint=target.name,
+        path=target.repo_path,
         versions=[
             (
                 message(
-                    f"git reduce: reduced {name} ({len(original)} -> {len(files)} files)",
-                    path=name,
+                    f"git reduce: reduced {target.repo_path or target.name} "
+                    f"({len(original)} -> {len(files)} files)",
+                    path=target.repo_path or target.name,
                     test=command,
-                    sources=[],
+                    sources=list(target.sources),
                     before=b"".join(original.values()),
                     after=b"".join(files.values()),
                     tokens=(before_tokens, after_tokens),
@@ -281,7 +384,7 @@ def reduce_files(
         warnings=warnings,
     )
     return FileSetSummary(
-        input=", ".join(str(path) for path in settings.paths),
+        input=target.input,
         output=str(output) if output is not None else None,
         language=None,
         tokens_before=before_tokens,
@@ -312,17 +415,17 @@ def _repo_path(store: Store, root: Path) -> str:
     return store.repo_path(root)
 
 
-def _pinned(read: FileSet, keep: Sequence[Path]) -> frozenset[str]:
-    """The members `--keep` names, each of which must be in the set."""
+def _pinned(read: FileSet, keep: Sequence[PurePath], root: PurePath) -> frozenset[str]:
+    """The members `--keep` names (paths comparable with `root`), each of which must be in
+    the set."""
     pinned = set()
     for path in keep:
-        absolute = path.resolve()
         try:
-            relative = absolute.relative_to(read.root).as_posix()
+            relative = path.relative_to(root).as_posix()
         except ValueError:
             relative = ""
         if relative not in read.files:
-            raise UserError(f"--keep {path}: not a file of the set under {read.root}")
+            raise UserError(f"--keep {path}: not a file of the set under {root}")
         pinned.add(relative)
     return frozenset(pinned)
 

@@ -319,6 +319,22 @@ def test_errors_are_one_line_at_the_default_width(tmp_path, case):
     check_one_line_error(process)
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["variant.c", "--keep", "variant.c"], "--keep is for a file set"),
+        ([".", "--html", "report.html"], "--html is for one file or a pair"),
+        ([".", "--language", "c"], "--language is for one file"),
+        (["variant.c", "missing.c"], "missing.c: no such file or directory"),
+    ],
+    ids=["keep-one-file", "html-set", "language-set", "missing-member"],
+)
+def test_file_set_misuse_is_one_error_line(tmp_path, args, expected):
+    cwd = workdir(tmp_path)
+    process = run_cli(*args, "--test", TEST_SH, cwd=cwd)
+    check_one_line_error(process, expected)
+
+
 def test_test_and_interesting_together(tmp_path):
     cwd = workdir(tmp_path)
     process = run_cli("variant.c", "--test", TEST_SH, "--interesting", INTERESTING_SH, cwd=cwd)

@@ -13,7 +13,13 @@ from support import git, make_user_repo
 
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest
-from gitreduce.sessions.fileset import FILES_PASS, FileSetSettings, read_set, reduce_files
+from gitreduce.sessions.fileset import (
+    FILES_PASS,
+    FileSetSettings,
+    read_set,
+    reduce_files,
+    reduce_revision_set,
+)
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lto-type-mismatch"
 
@@ -167,6 +173,59 @@ def test_bad_inputs_are_one_line_errors(
     paths = make(tmp_path)  # type: ignore[operator]
     with pytest.raises(UserError, match=message):
         reduce_files(settings(paths, keep=tuple(tmp_path / name for name in keep)))
+
+
+def history(tmp_path: Path) -> Path:
+    """GOOD: the project without the flag being set; BAD: a commit changing three files."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    python_project(work / "app")
+    (work / "app" / "util.py").write_bytes(UTIL.replace(b"flag = 1", b"flag = 0"))
+    (work / "other.txt").write_text("not part of the set\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "good")
+    python_project(work / "app")
+    (work / "app" / "data.py").write_text("TABLE = [1, 2, 3, 4]\n")
+    (work / "app" / "pkg" / "new.py").write_text("NEW = True\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "bad: three files changed")
+    return work
+
+
+def test_a_change_to_several_files_is_reduced_as_the_set_at_bad(tmp_path: Path) -> None:
+    work = history(tmp_path)
+    before = git(work, "status", "--porcelain").stdout
+    summary = reduce_revision_set(
+        "HEAD~1..HEAD", ["app/"], settings([]), directory=work, result=ResultRequest()
+    )
+    assert set(summary.files) == {"main.py", "util.py"}
+    assert summary.files_before == 7 and summary.branch == "reduce/app"
+    assert any("reduced alone" in warning for warning in summary.warnings)
+    repo = pygit2.Repository(str(work))
+    commit = repo.revparse_single("reduce/app").peel(pygit2.Commit)
+    assert commit.tree["app/util.py"].data == summary.files["util.py"]
+    assert str(repo.revparse_single("HEAD").id) in commit.message
+    assert git(work, "status", "--porcelain").stdout == before
+
+
+def test_a_path_that_changed_kind_or_is_not_there_is_a_one_line_error(tmp_path: Path) -> None:
+    work = history(tmp_path)
+    (work / "other.txt").unlink()
+    (work / "other.txt").mkdir()
+    (work / "other.txt" / "inside").write_text("now a directory\n")
+    os.symlink("app/main.py", work / "link.py")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "kinds")
+    for paths, message in [
+        (["other.txt"], "is a file at HEAD~1 and a directory at HEAD"),
+        (["link.py"], "is a link at HEAD"),
+        (["nowhere/"], "does not exist at HEAD"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            reduce_revision_set("HEAD~1..HEAD", paths, settings([]), directory=work)
+    with pytest.raises(UserError, match="nothing to reduce"):
+        reduce_revision_set("HEAD~1..HEAD", ["app"], settings([]), directory=work)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="gcc")
