@@ -302,7 +302,8 @@ def test_a_file_set_is_written_at_its_paths_and_the_placeholder_names_its_direct
         "proj",
         file_set=True,
     )
+    full = {"main.sh": b"exit 3", "lib/part.txt": b""}
     with Oracle(spec, jobs=1) as oracle:
-        assert oracle.run(fileset.pack({"main.sh": b"exit 3", "lib/part.txt": b""})).code == 3
-        assert oracle.run(fileset.pack({"main.sh": b"exit 0", "lib/part.txt": b""})).code == 0
-        assert oracle.run(fileset.pack({"main.sh": b"exit 0"})).code == 4  # nothing left over
+        assert oracle.run(fileset.pack(full)).exit_code == 3
+        assert oracle.run(fileset.pack(full | {"main.sh": b"exit 0"})).exit_code == 0
+        assert oracle.run(fileset.pack({"main.sh": b"exit 0"})).exit_code == 4  # none left over
