@@ -1,9 +1,10 @@
 """gitreduce: bisect and reduce failing programs, caching every verdict in git.
 
-From Python: `reduce_file`, `reduce_pair` and `reduce_revisions` (see
-`gitreduce.api`) return the `Summary` or `PairSummary` the command line
-reports, and raise `UserError` for input the caller can fix; `count_tokens`
-and `diff_tokens` measure sizes as those summaries do.
+From Python: `reduce_file`, `reduce_files`, `reduce_pair` and
+`reduce_revisions` (see `gitreduce.api`) return the `Summary`,
+`FileSetSummary` or `PairSummary` the command line reports, and raise
+`UserError` for input the caller can fix; `count_tokens` and `diff_tokens`
+measure sizes as those summaries do.
 
 The exports load on first use: every import of a submodule runs this file,
 and generator worker processes import `gitreduce.generator.*` without wanting
@@ -20,33 +21,39 @@ if TYPE_CHECKING:
         count_tokens,
         diff_tokens,
         reduce_file,
+        reduce_files,
         reduce_pair,
         reduce_revisions,
     )
     from gitreduce.core.errors import UserError
+    from gitreduce.sessions.fileset import FileSetSummary
     from gitreduce.sessions.pair import PairSummary
     from gitreduce.sessions.single import Summary
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "FileSetSummary",
     "PairSummary",
     "Summary",
     "UserError",
     "count_tokens",
     "diff_tokens",
     "reduce_file",
+    "reduce_files",
     "reduce_pair",
     "reduce_revisions",
 ]
 
 _HOMES = {
+    "FileSetSummary": "gitreduce.sessions.fileset",
     "PairSummary": "gitreduce.sessions.pair",
     "Summary": "gitreduce.sessions.single",
     "UserError": "gitreduce.core.errors",
     "count_tokens": "gitreduce.api",
     "diff_tokens": "gitreduce.api",
     "reduce_file": "gitreduce.api",
+    "reduce_files": "gitreduce.api",
     "reduce_pair": "gitreduce.api",
     "reduce_revisions": "gitreduce.api",
 }

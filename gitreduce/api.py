@@ -45,6 +45,8 @@ from gitreduce.pair.alignment import diff_ops
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.tokens import tokenize
 from gitreduce.passes import schedule
+from gitreduce.sessions.fileset import FileSetSettings, FileSetSummary, reduce_revision_set
+from gitreduce.sessions.fileset import reduce_files as reduce_file_set
 from gitreduce.sessions.pair import (
     PAIR_ALGORITHMS,
     PairAlgorithm,
@@ -120,6 +122,76 @@ def reduce_file(
     )
     with _executing(choice, settings.jobs, echo):
         return reduce_single_file(settings, progress, _request(branch, force, patch), echo)
+
+
+def reduce_files(
+    paths: Iterable[str | Path],
+    test: str,
+    *,
+    keep: Iterable[str | Path] = (),
+    revisions: str | None = None,
+    repository: str | Path | None = None,
+    interesting: bool = False,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    signature: str | None = None,
+    any_failure: bool = False,
+    repeat: int = 1,
+    output: str | Path | None = None,
+    branch: str | None = None,
+    force: bool = False,
+    patch: str | Path | None = None,
+    skip_passes: Iterable[str] = (),
+    executor: str = "local",
+    progress: Callable[[Current], None] | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> FileSetSummary:
+    """Reduce a whole reproduction: every file under a directory, or the files named.
+
+    The test runs in a scratch directory holding the candidate set at its paths
+    relative to the files' common directory; `{}` and $GITREDUCE_FILE name that
+    directory, so `make`, `cc a.c b.c` or `python -m pkg` work as tests. Whole
+    files go first (`keep`: files never removed, such as a build script the test
+    runs), then each file is reduced as `reduce_file` would, biggest first, the
+    others fixed. Each file's grammar comes from its name; files without one are
+    reduced by lines and tokens, binary files only kept or removed whole.
+    `output`: the directory to write the reduced set into (default: none inside
+    a repository, DIR.reduced beside the set's directory outside one). The
+    reduced set is `FileSetSummary.files`; the result branch's commit holds it
+    and `patch` is a multi-file patch. The other options are `reduce_file`'s.
+
+    `revisions` ("GOOD..BAD"): the files under `paths` (relative to `repository`,
+    default the current directory) are read at BAD from the object store and
+    reduced as a set; GOOD only has to differ (a first version: neither bisected
+    nor reduced pairwise yet).
+    """
+    choice = parse_executor(executor)
+    settings = FileSetSettings(
+        paths=tuple(Path(path) for path in ([paths] if isinstance(paths, str) else paths)),
+        test=test,
+        keep=tuple(Path(path) for path in ([keep] if isinstance(keep, str) else keep)),
+        polarity=_polarity(interesting),
+        jobs=_jobs(jobs),
+        timeout=_timeout(timeout),
+        signature=_signature(signature, any_failure),
+        any_failure=any_failure,
+        repeat=_repeat(repeat),
+        output=Path(output) if output is not None else None,
+        skip_passes=_skip_passes(skip_passes),
+    )
+    request = _request(branch, force, patch)
+    with _executing(choice, settings.jobs, echo):
+        if revisions is None:
+            return reduce_file_set(settings, progress, request, echo)
+        return reduce_revision_set(
+            revisions,
+            [str(path) for path in settings.paths],
+            settings,
+            Path(repository) if repository is not None else None,
+            progress,
+            request,
+            echo,
+        )
 
 
 def reduce_pair(

@@ -175,7 +175,9 @@ def _list_passes(value: bool) -> None:
         "other 1-127 = bad (the bug), >=128 = the test broke. With --interesting, exit 0 "
         "means 'still shows the bug' (C-Reduce/C-Vise scripts). The candidate is "
         "`{}` in the command and $GITREDUCE_FILE, and sits under its own name in the "
-        "test's working directory.\n\n"
+        "test's working directory. Several FILEs or a DIR are reduced as one set: the test "
+        "runs in a directory holding the candidate set at its relative paths, and `{}` "
+        "names that directory.\n\n"
         "Exit codes: 0 done, 2 bad input or unusable test, 129 usage (-h, or no arguments), "
         "130 interrupted (best result so far written), 1 internal error."
     ),
@@ -183,7 +185,11 @@ def _list_passes(value: bool) -> None:
 def reduce(
     targets: Annotated[
         list[str] | None,
-        typer.Argument(help="FILE to reduce, or GOOD..BAD then -- PATH.", show_default=False),
+        typer.Argument(
+            help="FILE to reduce (several FILEs or a DIR: the whole set), or GOOD..BAD "
+            "then -- PATH.",
+            show_default=False,
+        ),
     ] = None,
     seed: Annotated[
         Path | None,
@@ -228,13 +234,22 @@ def reduce(
             "--output",
             "-o",
             metavar="PATH",
-            help="Where to write the result (default: NAME.reduced.EXT); for a pair, a "
-            "directory (created if need be).",
+            help="Where to write the result (default: NAME.reduced.EXT); for a pair or a "
+            "file set, a directory (created if need be).",
         ),
     ] = None,
     html: Annotated[
         Path | None,
         typer.Option("--html", metavar="FILE", help="Also write a self-contained HTML report."),
+    ] = None,
+    keep: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--keep",
+            metavar="PATH",
+            help="A file of the set that must stay (a build script the test runs); repeatable.",
+            show_default=False,
+        ),
     ] = None,
     skip_pass: Annotated[
         list[str] | None,
@@ -295,6 +310,11 @@ def reduce(
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
         revisions = _revisions(targets or [])
+        set_range = None  # GOOD..BAD over several paths or a directory: a set at BAD
+        if revisions is not None and (
+            len(revisions[1]) > 1 or revisions[1][0].endswith("/") or Path(revisions[1][0]).is_dir()
+        ):
+            set_range, targets, revisions = revisions[0], revisions[1], None
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
@@ -323,7 +343,7 @@ def reduce(
             try:
                 if revisions is not None:
                     pair_summary = api.reduce_revisions(
-                        *revisions, command, bisect=not no_bisect, **options
+                        revisions[0], revisions[1][0], command, bisect=not no_bisect, **options
                     )
                 else:
                     assert seed is not None and variant is not None
@@ -351,10 +371,59 @@ def reduce(
             if pair_summary.interrupted:
                 raise typer.Exit(EXIT_INTERRUPTED)
             return
-        if not targets or len(targets) != 1:
+        if not targets:
             raise UserError(
-                "give one FILE to reduce, --seed FILE --variant FILE, or GOOD..BAD -- PATH"
+                "give a FILE (or several, or a DIR) to reduce, --seed FILE --variant FILE, "
+                "or GOOD..BAD -- PATH"
             )
+        if set_range is not None or len(targets) > 1 or Path(targets[0]).is_dir():
+            if html is not None:
+                raise UserError("--html is for one file or a pair, not a file set")
+            if language is not None:
+                raise UserError("--language is for one file; a set's files go by their names")
+            set_progress = ProgressPrinter(console)
+            try:
+                set_summary = api.reduce_files(
+                    targets,
+                    command,
+                    revisions=set_range,
+                    keep=keep or [],
+                    interesting=polarity == "interesting",
+                    jobs=jobs,
+                    timeout=timeout,
+                    signature=signature,
+                    any_failure=any_failure,
+                    repeat=repeat,
+                    output=output,
+                    branch=branch,
+                    force=force,
+                    patch=patch,
+                    skip_passes=skip_passes,
+                    executor=executor,
+                    progress=chain(set_progress, *counted),
+                    echo=echo,
+                )
+            finally:
+                set_progress.stop()
+            print_summary(console, set_summary, patch)
+            console.print(
+                f"files: {set_summary.files_before} → {set_summary.files_after}: "
+                f"{', '.join(sorted(set_summary.files))}",
+                highlight=False,
+                markup=False,
+            )
+            if stats and not as_json:
+                print_pass_profile(set_summary.stats)
+            if as_json:
+                set_record = set_summary.as_dict() | {
+                    "patch": str(patch) if patch is not None else None
+                }
+                sys.stdout.write(json.dumps(set_record, indent=2) + "\n")
+            if set_summary.interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED)
+            return
+        if keep:
+            raise UserError("--keep is for a file set: give a DIR or several files")
         progress = ProgressPrinter(console)
         history = History()
         try:
@@ -404,13 +473,13 @@ def _require_directory_possible(directory: Path) -> None:
         raise UserError(f"--output {directory}: {existing} exists and is not a directory")
 
 
-def _revisions(targets: list[str]) -> tuple[str, str] | None:
-    """`GOOD..BAD PATH` (PATH after `--`), or None when the targets name a plain file."""
+def _revisions(targets: list[str]) -> tuple[str, list[str]] | None:
+    """`GOOD..BAD PATH...` (the paths after `--`), or None when the targets name plain files."""
     if not targets or ".." not in targets[0] or Path(targets[0]).exists():
         return None
-    if len(targets) != 2:
-        raise UserError("give one path after the revision range: git reduce GOOD..BAD -- PATH")
-    return targets[0], targets[1]
+    if len(targets) < 2:
+        raise UserError("give a path after the revision range: git reduce GOOD..BAD -- PATH")
+    return targets[0], targets[1:]
 
 
 def paths_last(argv: list[str]) -> list[str]:

@@ -12,7 +12,11 @@ from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 
 class Current:
-    """Holds the smallest interesting text found so far; only the engine's answers change it."""
+    """Holds the smallest interesting text found so far; only the engine's answers change it.
+
+    `place` makes the text one file of a file set: each candidate is tested as
+    `place(candidate)`, the whole set with it in place (see `TextJudge`).
+    """
 
     def __init__(
         self,
@@ -20,9 +24,12 @@ class Current:
         engine: Engine,
         syntax: Syntax | None,
         on_change: Callable[[Current], None] | None = None,
+        *,
+        place: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.engine = engine
         self.syntax = syntax
+        self.place = place
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
         self._on_change = on_change
         self.text = text
@@ -46,7 +53,11 @@ class Current:
     def _first(self, candidates: Iterable[bytes], smaller_than: int) -> int | None:
         precheck = syntax_gate(self.syntax, self.text) if self.syntax else None
         found = self.engine.first_success(
-            candidates, smaller_than=smaller_than, label=self.label, precheck=precheck
+            candidates,
+            smaller_than=smaller_than,
+            label=self.label,
+            precheck=precheck,
+            place=self.place,
         )
         if found is None:
             return None

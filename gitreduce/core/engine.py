@@ -161,7 +161,12 @@ class Judge(Protocol[C_contra]):
 
 
 class TextJudge:
-    """The single-program judge: smaller, parses, and the test says interesting."""
+    """The single-program judge: smaller, parses, and the test says interesting.
+
+    With `place`, a candidate is one file of a file set and what is tested (and
+    cached) is `place(candidate)`, the whole set with that file in place; size
+    and syntax are still the file's own.
+    """
 
     def __init__(
         self,
@@ -169,18 +174,23 @@ class TextJudge:
         is_interesting: Callable[[Outcome], bool],
         smaller_than: int,
         precheck: Precheck | None,
+        place: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self._engine = engine
         self._is_interesting = is_interesting
         self._smaller_than = smaller_than
         self._precheck = precheck
+        self._place = place
+
+    def _tested(self, candidate: bytes) -> bytes:
+        return candidate if self._place is None else self._place(candidate)
 
     def quick(self, candidate: bytes) -> bool | None:
         engine = self._engine
         if len(candidate) >= self._smaller_than:
             engine.stats.not_smaller += 1
             return False
-        cached = engine.recall(candidate, self._is_interesting)
+        cached = engine.recall(self._tested(candidate), self._is_interesting)
         if cached is not None:
             return self._is_interesting(cached)
         if not engine.parses(candidate, self._precheck):
@@ -188,7 +198,8 @@ class TextJudge:
         return None
 
     def full(self, candidate: bytes) -> bool:
-        return self._is_interesting(self._engine.outcome(candidate, self._is_interesting))
+        tested = self._tested(candidate)
+        return self._is_interesting(self._engine.outcome(tested, self._is_interesting))
 
 
 class Engine:
@@ -394,9 +405,11 @@ class Engine:
         smaller_than: int,
         label: str,
         precheck: Precheck | None = None,
+        place: Callable[[bytes], bytes] | None = None,
     ) -> tuple[int, bytes] | None:
-        """The lowest-indexed interesting text and the text itself, or None."""
-        judge = TextJudge(self, self._is_interesting, smaller_than, precheck)
+        """The lowest-indexed interesting text and the text itself, or None (`place`: see
+        `TextJudge`)."""
+        judge = TextJudge(self, self._is_interesting, smaller_than, precheck, place)
         return self.first_judged(candidates, judge, label=label)
 
     def first_judged(

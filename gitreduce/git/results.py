@@ -10,7 +10,7 @@ is on.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from email.header import Header
 from email.utils import format_datetime, formataddr
@@ -75,7 +75,7 @@ def record_result(
     *,
     branch: str,
     path: str,
-    versions: Sequence[tuple[str, bytes]],
+    versions: Sequence[tuple[str, bytes | Mapping[str, bytes]]],
     force: bool = False,
     author: pygit2.Signature | None = None,
 ) -> list[pygit2.Oid]:
@@ -83,7 +83,10 @@ def record_result(
 
     Single-file mode passes one version (the reduced file); pairwise passes
     two (reduced seed, then reduced variant), so `git show <branch>` is the
-    minimal failure-inducing change. Each commit's tree holds only `path`.
+    minimal failure-inducing change. Each commit's tree holds only `path`;
+    for a file set (content a mapping of relative paths to bytes), `path` is
+    the set's directory (empty or "." for the repository's top) and the tree
+    holds the set's files below it.
 
     The history is an orphan: the first commit has no parent. With the GOOD
     commit as parent, the first commit would show as deleting every other
@@ -98,7 +101,8 @@ def record_result(
     if not pygit2.reference_is_valid_name(ref_name):
         raise UserError(f"{branch!r} is not a valid branch name")
     parts = [part for part in path.split("/") if part not in ("", ".")]
-    if not parts or ".." in parts:
+    sets = any(not isinstance(content, bytes) for _, content in versions)
+    if (not parts and not sets) or ".." in parts:
         raise UserError(f"{path!r} is not a path inside the repository")
     head = repo.references.get("HEAD")
     symbolic = head is not None and head.type == pygit2.enums.ReferenceType.SYMBOLIC
@@ -110,7 +114,10 @@ def record_result(
     signature = author or user_signature(repo)
     commits: list[pygit2.Oid] = []
     for message, content in versions:
-        tree_id = _single_file_tree(repo, parts, content)
+        if isinstance(content, bytes):
+            tree_id = _single_file_tree(repo, parts, content)
+        else:
+            tree_id = _file_set_tree(repo, parts, content)
         commits.append(
             repo.create_commit(None, signature, signature, message, tree_id, commits[-1:])
         )
@@ -132,6 +139,17 @@ def _single_file_tree(repo: pygit2.Repository, parts: list[str], content: bytes)
         builder.insert(name, entry, mode)
         entry, mode = builder.write(), FileMode.TREE
     return entry
+
+
+def _file_set_tree(
+    repo: pygit2.Repository, parts: list[str], files: Mapping[str, bytes]
+) -> pygit2.Oid:
+    """The tree holding every file of `files` at `parts`/its relative path."""
+    index = pygit2.Index()
+    for relative, content in sorted(files.items()):
+        where = "/".join([*parts, relative])
+        index.add(pygit2.IndexEntry(where, repo.create_blob(content), FileMode.BLOB))
+    return index.write_tree(repo)
 
 
 def format_patch(repo: pygit2.Repository, commit: pygit2.Commit | pygit2.Oid | str) -> bytes:

@@ -73,7 +73,9 @@ def blob_at(commit: pygit2.Commit, path: str, rev: str | None = None) -> pygit2.
     except KeyError:
         raise UserError(f"{path} does not exist at {where}") from None
     if isinstance(entry, pygit2.Tree):
-        raise UserError(f"{path} is a directory at {where}; give a file")
+        raise UserError(
+            f"{path} is a directory at {where}; give a file, or {path}/ for every file under it"
+        )
     if not isinstance(entry, pygit2.Blob):
         raise UserError(f"{path} is a submodule at {where}; give a file")
     if entry.filemode == pygit2.enums.FileMode.LINK:
@@ -152,3 +154,44 @@ def commits_changing(
             changing.append(commit)
             previous = current
     return changing
+
+
+def kind_at(commit: pygit2.Commit, path: str) -> str | None:
+    """What `path` is in `commit`: "directory", "file", "link", "submodule", or None."""
+    try:
+        entry = commit.tree[path]
+    except KeyError:
+        return None
+    if isinstance(entry, pygit2.Tree):
+        return "directory"
+    if not isinstance(entry, pygit2.Blob):
+        return "submodule"
+    return "link" if entry.filemode == pygit2.enums.FileMode.LINK else "file"
+
+
+def read_set_at(
+    repo: pygit2.Repository, rev: str, paths: list[str]
+) -> tuple[dict[str, bytes], list[str]]:
+    """Every regular file at or under the repository-relative `paths` in `rev` (no checkout),
+    by repository path, and the symbolic links and submodules met there, which a set
+    leaves out. A path absent at `rev` contributes nothing."""
+    commit = resolve_commit(repo, rev)
+    files: dict[str, bytes] = {}
+    skipped: list[str] = []
+    for path in paths:
+        try:
+            entry = commit.tree[path]
+        except KeyError:
+            continue
+        _collect(entry, path, files, skipped)
+    return files, skipped
+
+
+def _collect(entry: pygit2.Object, path: str, files: dict[str, bytes], skipped: list[str]) -> None:
+    if isinstance(entry, pygit2.Tree):
+        for child in entry:
+            _collect(child, f"{path}/{child.name}", files, skipped)
+    elif isinstance(entry, pygit2.Blob) and entry.filemode != pygit2.enums.FileMode.LINK:
+        files[path] = entry.data
+    else:
+        skipped.append(path)

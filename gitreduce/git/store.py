@@ -9,7 +9,7 @@ too, so a second identical run executes no test at all, calibration included
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -116,7 +116,7 @@ def record(
     *,
     hint: str,
     path: str,
-    versions: list[tuple[str, bytes]],
+    versions: Sequence[tuple[str, bytes | Mapping[str, bytes]]],
     warnings: list[str],
 ) -> tuple[str | None, list[str]]:
     """Record `versions` as a branch (and a patch if asked); the branch and commit ids.

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Protocol
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle.reaper import reaper
@@ -81,7 +82,9 @@ class Oracle:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, not {jobs}")
         relative = PurePosixPath(spec.relative_path)
-        if relative.is_absolute() or not relative.parts or ".." in relative.parts:
+        if not spec.file_set and (
+            relative.is_absolute() or not relative.parts or ".." in relative.parts
+        ):
             raise ValueError(f"not a relative path inside the scratch dir: {spec.relative_path!r}")
         self.spec = spec
         self.timeout = spec.timeout if spec.timeout is not None else PROVISIONAL_TIMEOUT
@@ -112,7 +115,7 @@ class Oracle:
     ) -> _Slot:
         workdir = self._root / str(index)
         workdir.mkdir()
-        candidate = workdir.joinpath(*relative.parts)
+        candidate = workdir if self.spec.file_set else workdir.joinpath(*relative.parts)
         quoted = shlex.quote(str(candidate))
         return _Slot(
             workdir=workdir,
@@ -196,11 +199,11 @@ class Oracle:
 
     def _run_in(self, slot: _Slot, content: bytes) -> tuple[Outcome, str]:
         _empty(slot.workdir)
-        # Parents one by one, never parents=True: that would resurrect a
-        # scratch root that close() has just removed.
-        for parent in reversed(slot.candidate.relative_to(slot.workdir).parents[:-1]):
-            (slot.workdir / parent).mkdir()
-        slot.candidate.write_bytes(content)
+        if self.spec.file_set:
+            for path, member in fileset.unpack(content).items():
+                _write_below(slot.workdir, path, member)
+        else:
+            _write_below(slot.workdir, str(slot.candidate.relative_to(slot.workdir)), content)
         # A file rather than pipes: a stray background child holding a pipe
         # open would make us wait for it; a file is read once sh has exited.
         with open(slot.output, "w+b") as out:
@@ -324,6 +327,18 @@ def _read_capped(out: IO[bytes]) -> str:
         omitted = size - len(head) - len(tail)
         data = head + f"[... {omitted} bytes omitted ...]\n".encode() + tail
     return data.decode("utf-8", "replace")
+
+
+def _write_below(workdir: Path, path: str, content: bytes) -> None:
+    """Write `content` at relative `path` in a slot, creating its parent directories.
+
+    Parents one by one, never parents=True: that would resurrect a scratch
+    root that close() has just removed.
+    """
+    target = workdir.joinpath(*PurePosixPath(path).parts)
+    for parent in reversed(target.relative_to(workdir).parents[:-1]):
+        (workdir / parent).mkdir(exist_ok=True)
+    target.write_bytes(content)
 
 
 def _empty(directory: Path) -> None:

@@ -36,6 +36,10 @@ class TestSpec:
 
     `repeat` > 1 judges every candidate by the majority of that many runs
     (`gitreduce.oracle.repeat`), for tests that fail only sometimes.
+
+    `file_set`: candidates are packed file sets (`gitreduce.core.fileset`),
+    written at their relative paths into the scratch dir, which is then what
+    `{}` names; `relative_path` is only the set's name then.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -48,6 +52,7 @@ class TestSpec:
     any_failure: bool = False
     env: Mapping[str, str] | None = None
     repeat: int = 1
+    file_set: bool = False
 
     def with_file_argument(self) -> "TestSpec | None":
         """This test with the candidate's path as its last argument; None if the command
@@ -77,6 +82,8 @@ class TestSpec:
         }
         if self.repeat != 1:  # a majority verdict is not a single run's: a cache of its own
             record["repeat"] = self.repeat
+        if self.file_set:  # a set's verdicts never meet a single file's: a cache of its own
+            record["file_set"] = True
         digest.update(json.dumps(record, sort_keys=True).encode())
         for path in _named_files(self.command, self.relative_path):
             with open(path, "rb") as script:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import git
 
 from gitreduce.api import known_passes
 
@@ -232,10 +233,12 @@ def test_missing_file(tmp_path):
     check_one_line_error(process, "nowhere.c")
 
 
-def test_directory(tmp_path):
+def test_empty_directory(tmp_path):
+    """A directory is a file set (see tests/sessions/test_fileset.py); an empty one is an
+    error."""
     (tmp_path / "src").mkdir()
     process = run_cli("src", "--test", TEST_SH, cwd=tmp_path)
-    check_one_line_error(process, "directory")
+    check_one_line_error(process, "no files to reduce under src")
 
 
 def test_binary_file(tmp_path):
@@ -317,6 +320,43 @@ def test_errors_are_one_line_at_the_default_width(tmp_path, case):
     cwd = workdir(tmp_path)
     process = run_cli(*case(tmp_path), cwd=cwd, wide=False)
     check_one_line_error(process)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["variant.c", "--keep", "variant.c"], "--keep is for a file set"),
+        ([".", "--html", "report.html"], "--html is for one file or a pair"),
+        ([".", "--language", "c"], "--language is for one file"),
+        (["variant.c", "missing.c"], "missing.c: no such file or directory"),
+    ],
+    ids=["keep-one-file", "html-set", "language-set", "missing-member"],
+)
+def test_file_set_misuse_is_one_error_line(tmp_path, args, expected):
+    cwd = workdir(tmp_path)
+    process = run_cli(*args, "--test", TEST_SH, cwd=cwd)
+    check_one_line_error(process, expected)
+
+
+def test_a_change_to_several_files_from_commits(tmp_path):
+    work = tmp_path / "work"
+    (work / "app").mkdir(parents=True)
+    git(work, "init", "-q", "-b", "main")
+    (work / "app" / "a.py").write_text("x = 0\n")
+    (work / "app" / "b.py").write_text("y = 0\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "good")
+    (work / "app" / "a.py").write_text("x = 1\nz = 2\n")
+    (work / "app" / "b.py").write_text("y = 1\n")
+    (work / "app" / "c.py").write_text("w = 3\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "bad")
+    test = "grep -q 'x = 1' a.py"
+    process = run_cli("HEAD~1..HEAD", "--", "app/", "--interesting", test, cwd=work)
+    assert process.returncode == 0, process.stderr
+    assert "files: 3 → 1: a.py" in process.stderr
+    assert "reduced alone" in process.stderr
+    assert git(work, "show", "reduce/app:app/a.py").stdout == "x = 1\n"
 
 
 def test_test_and_interesting_together(tmp_path):

@@ -116,6 +116,21 @@ def test_single_file_run(plain: Path, env: dict[str, str]) -> None:
     assert labels[0] == "tree" and {"tokens", "windows", "tidy"} <= set(labels)
 
 
+def test_file_set_run(tmp_path: Path, env: dict[str, str]) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "main.py").write_text("import util\nprint(util.answer())\n")
+    (project / "util.py").write_text("def answer():\n    return 42\n")
+    (project / "unused.py").write_text("x = 1\n")
+    record = run_json(
+        tmp_path, env, "proj", "--interesting", "grep -q 42 util.py && grep -q import main.py"
+    )
+    validator().validate(record)
+    assert record["files"] == ["main.py", "util.py"] and record["files_before"] == 3
+    assert record["output"] == str(tmp_path / "proj.reduced")
+    assert "files" in pass_labels(record)
+
+
 def test_pairwise_run_on_plain_files(plain: Path, env: dict[str, str]) -> None:
     patch = plain / "change.patch"
     record = run_json(
@@ -254,7 +269,7 @@ def test_the_documented_examples_validate() -> None:
 def test_every_key_is_documented() -> None:
     schema = load_schema()
     keys = set()
-    for shape in ("single", "pair", "triage", "finding", "bucket"):
+    for shape in ("single", "file_set", "pair", "triage", "finding", "bucket"):
         keys |= set(schema["$defs"][shape]["properties"])
     documented = set(
         re.findall(r"^\| `([a-z_]+)`", (ROOT / "docs" / "json-schema.md").read_text(), re.M)

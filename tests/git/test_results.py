@@ -184,3 +184,41 @@ def test_the_unborn_current_branch_is_not_created(tmp_path):
     with pytest.raises(UserError, match="checked out"):
         record_result(repo, branch="reduce/x", path="p.c", versions=[("m\n", b"x\n")])
     assert repo.head_is_unborn
+
+
+def test_a_file_set_result_is_one_commit_of_every_file_and_a_patch_git_am_applies(tmp_path):
+    repo_path = make_user_repo(tmp_path / "work")
+    repo = pygit2.Repository(str(repo_path))
+    files = {
+        "main.c": b"void f(int);\nint main(void) { f(0); }\n",
+        "lib/f.c": b"void f(long x) {}\n",
+    }
+    (only,) = record_result(
+        repo,
+        branch=result_branch_name("proj"),
+        path="proj",
+        versions=[("git reduce: reduced proj (3 -> 2 files)\n", files)],
+        author=AUTHOR,
+    )
+    tree = repo[only].tree
+    assert sorted(entry.name for entry in tree["proj"].peel(pygit2.Tree)) == ["lib", "main.c"]
+    assert tree["proj/lib/f.c"].data == files["lib/f.c"]
+    (tmp_path / "set.patch").write_bytes(format_patch(repo, str(only)))
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    (empty / "base").write_text("base\n")
+    git(empty, "add", "base")
+    git(empty, "commit", "-q", "-m", "base")
+    git(empty, "am", "-q", str(tmp_path / "set.patch"))
+    assert (empty / "proj" / "main.c").read_bytes() == files["main.c"]
+    assert (empty / "proj" / "lib" / "f.c").read_bytes() == files["lib/f.c"]
+
+
+def test_a_file_set_at_the_top_of_the_repository(tmp_path):
+    repo = pygit2.Repository(str(make_user_repo(tmp_path / "work")))
+    (only,) = record_result(
+        repo, branch="reduce/top", path="", versions=[("m\n", {"a.c": b"int a;\n"})]
+    )
+    assert [entry.name for entry in repo[only].tree] == ["a.c"]
+    with pytest.raises(UserError, match="not a path inside"):
+        record_result(repo, branch="reduce/file", path="", versions=[("m\n", b"int a;\n")])

@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from support import git
 
 from gitreduce.core.errors import UserError
 from gitreduce.git.revisions import (
     commits_changing,
     find_repository,
+    kind_at,
     parse_range,
     read_file_at,
+    read_set_at,
     resolve_commit,
     to_repo_path,
 )
@@ -235,3 +238,25 @@ def test_reading_never_touches_the_working_tree(tmp_path):
     assert [c.message for c in commits_changing(repo, "HEAD~1", "HEAD", "f.c")] == ["2\n"]
     assert (work / "f.c").read_text() == "edited, not committed\n"
     assert (work / ".git" / "index").read_bytes() == index
+
+
+def test_a_set_at_a_commit_leaves_out_links_and_submodules(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    (work / "d" / "sub").mkdir(parents=True)
+    (work / "d" / "a.c").write_text("int a;\n")
+    (work / "d" / "sub" / "b.c").write_text("int b;\n")
+    os.symlink("a.c", work / "d" / "l.c")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "one")
+    head = git(work, "rev-parse", "HEAD").stdout.strip()
+    git(work, "update-index", "--add", "--cacheinfo", f"160000,{head},d/module")
+    git(work, "commit", "-q", "-m", "two")
+    repo = pygit2.Repository(str(work))
+    files, skipped = read_set_at(repo, "HEAD", ["d", "absent"])
+    assert files == {"d/a.c": b"int a;\n", "d/sub/b.c": b"int b;\n"}
+    assert sorted(skipped) == ["d/l.c", "d/module"]
+    commit = resolve_commit(repo, "HEAD")
+    kinds = [kind_at(commit, path) for path in ("d", "d/a.c", "d/l.c", "d/module", "x")]
+    assert kinds == ["directory", "file", "link", "submodule", None]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from support import script
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle.runner import Oracle, OracleClosed
@@ -292,3 +293,17 @@ def test_relative_test_script_is_resolved_against_the_invoking_directory(tmp_pat
 def test_oracle_rejects_escaping_relative_paths():
     with pytest.raises(ValueError):
         Oracle(TestSpec("true", "../v.c"), jobs=1)
+
+
+def test_a_file_set_is_written_at_its_paths_and_the_placeholder_names_its_directory():
+    spec = TestSpec(
+        'test -d {} && test "$GITREDUCE_FILE" = "$(pwd)" || exit 9; '
+        "test -e lib/part.txt || exit 4; sh main.sh",
+        "proj",
+        file_set=True,
+    )
+    full = {"main.sh": b"exit 3", "lib/part.txt": b""}
+    with Oracle(spec, jobs=1) as oracle:
+        assert oracle.run(fileset.pack(full)).exit_code == 3
+        assert oracle.run(fileset.pack(full | {"main.sh": b"exit 0"})).exit_code == 0
+        assert oracle.run(fileset.pack({"main.sh": b"exit 0"})).exit_code == 4  # none left over

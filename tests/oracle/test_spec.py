@@ -19,10 +19,16 @@ def test_fingerprint_follows_the_test_script_and_the_rules(tmp_path):
         replace(spec, timeout=3.0),
         replace(spec, signature_regex="x"),
         replace(spec, any_failure=True),
+        replace(spec, file_set=True),
     ):
         assert changed.fingerprint() != before
     script(test, "exit 2\n")
     assert spec.fingerprint() != before
+
+
+def test_a_single_file_keeps_the_fingerprint_it_had_before_file_sets():
+    """Verdicts cached by earlier versions stay valid: only a set adds to the record."""
+    assert TestSpec("true {}", "v.c").fingerprint() == "1528e337b26f8cf326e22e7b8836b692cbcb13fb"
 
 
 def test_is_interesting_requires_the_same_failure():

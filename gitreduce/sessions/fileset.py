@@ -1,0 +1,505 @@
+"""File-set mode: `git reduce DIR` or `git reduce FILE FILE...` reduces a whole reproduction.
+
+Job: read the set (every regular file under a directory, or the files named,
+at their paths relative to their common directory), test it as one candidate
+(`gitreduce.core.fileset`: the oracle writes the set into its scratch dir and
+`{}` names that dir), and reduce it: whole files first (ddmin over the
+members not pinned with `--keep`), then the single-program schedule on each
+file, biggest first, with the other files fixed; rounds repeat while the set
+shrinks, since a file reduced can free declarations in another. Files with no
+grammar are reduced by lines and tokens, as a single file would be. The
+result is written as a directory when asked (or outside any repository) and
+recorded as one commit holding the reduced set.
+
+Single-file runs never come here: `git reduce FILE` keeps its own session,
+its cache keys and its figures.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath, PurePosixPath
+from typing import Literal
+
+from gitreduce.core import fileset
+from gitreduce.core.current import Current
+from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.engine import Engine
+from gitreduce.core.errors import UserError
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.revisions import (
+    find_repository,
+    kind_at,
+    parse_range,
+    read_set_at,
+    resolve_commit,
+    to_repo_path,
+)
+from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.verdicts import GitVerdictCache
+from gitreduce.lang.syntax import Syntax, plain_tokens
+from gitreduce.oracle.spec import TestSpec
+from gitreduce.passes.schedule import reduce_program
+from gitreduce.sessions.interrupts import deferring
+from gitreduce.sessions.run import Echo, calibrated_run, resolve_grammar, waiting_notice
+from gitreduce.sessions.single import Summary
+from gitreduce.sessions.verify import backed_off, settle
+
+FILES_PASS = "files"  # the label of the whole-file ddmin's tests
+_BINARY_PROBE = 8192
+
+
+@dataclass(frozen=True)
+class FileSetSettings:
+    """What `git reduce DIR` or `git reduce FILE FILE...` was asked to do."""
+
+    paths: tuple[Path, ...]
+    test: str
+    keep: tuple[Path, ...] = ()  # files never removed (a build script the test names)
+    polarity: Literal["bisect", "interesting"] = "bisect"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    timeout: float | None = None
+    signature: str | None = None
+    any_failure: bool = False
+    output: Path | None = None  # the directory to write the reduced set into
+    skip_passes: tuple[str, ...] = ()
+    repeat: int = 1
+
+
+@dataclass
+class FileSetSummary(Summary):
+    """A single-file summary (sizes summed over the set) plus the set's own figures."""
+
+    files_before: int = 0
+    files_after: int = 0
+    files: dict[str, bytes] = field(default_factory=dict)  # the reduced set
+
+    def as_dict(self) -> dict[str, object]:
+        return super().as_dict() | {
+            "files_before": self.files_before,
+            "files_after": self.files_after,
+            "files": sorted(self.files),
+        }
+
+
+@dataclass
+class FileSet:
+    """The set as read: its directory, members by relative path, members never reduced
+    inside (binary), and what was left out."""
+
+    root: Path
+    files: dict[str, bytes]
+    opaque: frozenset[str]
+    warnings: list[str]
+
+
+def read_set(paths: Sequence[Path]) -> FileSet:
+    """The files under `paths` (directories walked, `.git` and nested repositories left
+    out), relative to their common directory, or a one-line reason there is none."""
+    if not paths:
+        raise UserError("give a directory or files to reduce")
+    skipped: list[str] = []
+    found: list[Path] = []
+    for path in paths:
+        if path.is_symlink():
+            raise UserError(f"{path} is a symbolic link; give the file or directory it names")
+        if not path.exists():
+            raise UserError(f"{path}: no such file or directory")
+        if path.is_dir():
+            found.extend(_walk(path, skipped))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise UserError(f"{path} is not a regular file or a directory")
+    if not found:
+        raise UserError(f"no files to reduce under {', '.join(map(str, paths))}")
+    resolved = [path.resolve() for path in found]
+    tops = [path.resolve() if path.is_dir() else path.resolve().parent for path in paths]
+    root = Path(os.path.commonpath(tops))
+    files: dict[str, bytes] = {}
+    for path in resolved:
+        relative = path.relative_to(root).as_posix()
+        problem = fileset.check_path(relative)
+        if problem is not None:
+            raise UserError(f"{path} cannot be in the set: {problem}")
+        files[relative] = path.read_bytes()
+    return _as_set(root, files, skipped)
+
+
+def _as_set(root: Path, files: dict[str, bytes], skipped: list[str]) -> FileSet:
+    """The set of `files` under `root`, its binary members found and what was left out said."""
+    if not files:
+        raise UserError(f"no files to reduce under {root}")
+    if not any(content.strip() for content in files.values()):
+        raise UserError("every file of the set is empty; there is nothing to reduce")
+    opaque = frozenset(name for name, text in files.items() if b"\0" in text[:_BINARY_PROBE])
+    warnings = []
+    if skipped:
+        warnings.append(f"left out (symbolic links, nested repositories): {', '.join(skipped)}")
+    if opaque:
+        warnings.append(
+            f"binary files are kept or removed whole, never reduced inside: "
+            f"{', '.join(sorted(opaque))}"
+        )
+    return FileSet(root, files, opaque, warnings)
+
+
+def _walk(directory: Path, skipped: list[str]) -> Iterable[Path]:
+    """Regular files under `directory`, in path order; symbolic links and nested
+    repositories (a submodule's `.git` file, another work tree) are named in `skipped`."""
+    for entry in sorted(directory.iterdir()):
+        if entry.name == ".git":
+            continue
+        if entry.is_symlink():
+            skipped.append(str(entry))
+        elif entry.is_dir():
+            if (entry / ".git").exists():
+                skipped.append(f"{entry}/")
+            else:
+                yield from _walk(entry, skipped)
+        elif entry.is_file():
+            yield entry
+        else:
+            skipped.append(str(entry))
+
+
+class _Member(Current):
+    """One file of the set as the current text, tested as the whole set with it in place;
+    its size is reported as the whole set's, so progress shows the set shrinking."""
+
+    def __init__(
+        self,
+        text: bytes,
+        engine: Engine,
+        syntax: Syntax | None,
+        on_change: Callable[[Current], None],
+        place: Callable[[bytes], bytes],
+        others: int,
+    ) -> None:
+        super().__init__(text, engine, syntax, on_change, place=place)
+        self.others = others
+
+    @property
+    def tokens(self) -> int:
+        return super().tokens + self.others
+
+
+Progress = Callable[[Current], None]
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a set comes from and where its result goes."""
+
+    store: Store
+    name: str  # the set's directory name: the scratch name and the branch hint
+    repo_path: str  # the set's directory in the repository ("" for its top)
+    output: Path | None
+    input: str  # the inputs as given, for the summary
+    sources: tuple[str, ...] = ()  # the commits it was read from
+
+
+@deferring
+def reduce_files(
+    settings: FileSetSettings,
+    progress: Progress | None = None,
+    result: ResultRequest | None = None,
+    echo: Echo | None = None,
+) -> FileSetSummary:
+    """Reduce a file set under the test; the result is written even when interrupted."""
+    started = time.monotonic()
+    read = read_set(settings.paths)
+    pinned = _pinned(read, [path.resolve() for path in settings.keep], read.root)
+    store = Store.near(read.root / next(iter(read.files)))  # inside the set's directory
+    output = settings.output
+    if output is None and not store.users:
+        output = read.root.with_name(f"{read.root.name}.reduced")
+    if output is not None and output.exists() and not output.is_dir():
+        raise UserError(f"--output {output} exists and is not a directory")
+    target = _Target(
+        store=store,
+        name=read.root.name or "files",
+        repo_path=_repo_path(store, read.root),
+        output=output,
+        input=", ".join(str(path) for path in settings.paths),
+    )
+    return _reduce(read, pinned, settings, target, started, progress, result, echo)
+
+
+@deferring
+def reduce_revision_set(
+    revisions: str,
+    paths: Sequence[str],
+    settings: FileSetSettings,
+    directory: Path | None = None,
+    progress: Progress | None = None,
+    result: ResultRequest | None = None,
+    echo: Echo | None = None,
+) -> FileSetSummary:
+    """`GOOD..BAD -- PATH...`: the set of files under `paths` at BAD, reduced alone.
+
+    A first version of a change to several files: the set at BAD is checked out
+    of the object store (nothing touches the work tree) and reduced as a file
+    set; GOOD only has to differ. Neither a bisection nor a pairwise reduction
+    of the change is made yet, which a warning says.
+    """
+    started = time.monotonic()
+    repo = find_repository(directory or Path.cwd())
+    good, bad = parse_range(revisions)
+    good_commit, bad_commit = resolve_commit(repo, good), resolve_commit(repo, bad)
+    where = [to_repo_path(repo, path, directory) for path in paths]
+    tops = []
+    for path in where:
+        before, after = kind_at(good_commit, path), kind_at(bad_commit, path)
+        if after is None:
+            raise UserError(f"{path} does not exist at {bad}")
+        if before is not None and before != after:
+            raise UserError(f"{path} is a {before} at {good} and a {after} at {bad}")
+        if after not in ("directory", "file"):
+            raise UserError(f"{path} is a {after} at {bad}; give files or directories")
+        tops.append(path if after == "directory" else posixpath.dirname(path))
+    variant, skipped = read_set_at(repo, bad, where)
+    seed, _ = read_set_at(repo, good, where)
+    if variant == seed:
+        raise UserError(f"{', '.join(where)}: the same at {good} and {bad}; nothing to reduce")
+    root = posixpath.commonpath(tops)
+    files = {posixpath.relpath(path, root or "."): content for path, content in variant.items()}
+    read = _as_set(Path(repo.workdir or repo.path) / root, files, skipped)
+    read.warnings.append(
+        f"the set at {bad} is reduced alone: GOOD..BAD over several files is neither bisected "
+        "nor reduced pairwise yet"
+    )
+    keep = [PurePosixPath(to_repo_path(repo, str(path), directory)) for path in settings.keep]
+    target = _Target(
+        store=Store(repo, users=True),
+        name=posixpath.basename(root) or posixpath.basename(where[0]),
+        repo_path=root,
+        output=settings.output,
+        input=f"{revisions} -- {' '.join(paths)}",
+        sources=(str(good_commit.id), str(bad_commit.id)),
+    )
+    pinned = _pinned(read, keep, PurePosixPath(root))
+    return _reduce(read, pinned, settings, target, started, progress, result, echo)
+
+
+def _reduce(
+    read: FileSet,
+    pinned: frozenset[str],
+    settings: FileSetSettings,
+    target: _Target,
+    started: float,
+    progress: Progress | None,
+    result: ResultRequest | None,
+    echo: Echo | None,
+) -> FileSetSummary:
+    original = dict(read.files)
+    output = target.output
+    store = target.store
+    warnings = list(read.warnings)
+    syntaxes, unparsed = _syntaxes(original, read.opaque)
+    if unparsed:
+        warnings.append(f"no grammar for {', '.join(unparsed)}; reducing those by lines and tokens")
+    spec = TestSpec(
+        command=settings.test,
+        relative_path=target.name,
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+        repeat=settings.repeat,
+        file_set=True,
+    )
+    files = dict(original)
+    accepted = [fileset.pack(files)]  # every set taken as the best, to walk back along
+
+    def tokens_of(path: str, text: bytes) -> int:
+        syntax = syntaxes.get(path)
+        return syntax.parse(text).tokens if syntax is not None else len(plain_tokens(text))
+
+    def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
+        with waiting_notice(echo, "the original set", spec):
+            return calibrate_cached(spec, accepted[0], Verdict.BAD, settings.jobs, cache)
+
+    before_tokens = sum(tokens_of(path, text) for path, text in original.items())
+    verified: list[bytes] = []  # the re-verified result, once the reduction ended by itself
+    with calibrated_run(
+        store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
+    ) as run:
+        while True:
+            size = len(accepted[-1])
+            _drop_files(run.engine, files, pinned, accepted)
+            for path in sorted(files, key=lambda name: (-len(files[name]), name)):
+                if path in read.opaque:
+                    continue
+                others = {name: text for name, text in files.items() if name != path}
+                member = _Member(
+                    files[path],
+                    run.engine,
+                    syntaxes.get(path),
+                    _on_change(path, others, accepted, progress),
+                    _placer(path, others),
+                    sum(tokens_of(name, text) for name, text in others.items()),
+                )
+                reduce_program(member)
+                files[path] = member.text
+            if len(accepted[-1]) >= size:
+                break
+        settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
+        verified.append(settled.result)
+        if settled.back:
+            back = fileset.unpack(settled.result)
+            warnings.append(
+                backed_off(settled, f"{sum(tokens_of(p, t) for p, t in back.items())} tokens")
+            )
+    final = verified[0] if verified else accepted[-1]  # interrupted: the best so far
+    files = fileset.unpack(final)
+    after_tokens = sum(tokens_of(path, text) for path, text in files.items())
+    command = run.spec.command
+    if output is not None:
+        _write_set(output, files)
+    branch, commits = record(
+        store,
+        result or ResultRequest(),
+        hint=target.name,
+        path=target.repo_path,
+        versions=[
+            (
+                message(
+                    f"git reduce: reduced {target.repo_path or target.name} "
+                    f"({len(original)} -> {len(files)} files)",
+                    path=target.repo_path or target.name,
+                    test=command,
+                    sources=list(target.sources),
+                    before=b"".join(original.values()),
+                    after=b"".join(files.values()),
+                    tokens=(before_tokens, after_tokens),
+                ),
+                files,
+            )
+        ],
+        warnings=warnings,
+    )
+    return FileSetSummary(
+        input=target.input,
+        output=str(output) if output is not None else None,
+        language=None,
+        tokens_before=before_tokens,
+        tokens_after=after_tokens,
+        bytes_before=sum(map(len, original.values())),
+        bytes_after=sum(map(len, files.values())),
+        stats=run.engine.stats,
+        wall_seconds=time.monotonic() - started,
+        interrupted=run.interrupted,
+        verified=run.verified,
+        signature=run.reference.signature if run.reference is not None else None,
+        warnings=warnings,
+        test=command,
+        branch=branch,
+        commits=commits,
+        result=final,
+        files_before=len(original),
+        files_after=len(files),
+        files=files,
+    )
+
+
+def _repo_path(store: Store, root: Path) -> str:
+    """The set's directory in the repository ("" for its top, or outside any repository)."""
+    workdir = store.repo.workdir if store.users else None
+    if workdir is None or root.resolve() == Path(workdir).resolve():
+        return ""
+    return store.repo_path(root)
+
+
+def _pinned(read: FileSet, keep: Sequence[PurePath], root: PurePath) -> frozenset[str]:
+    """The members `--keep` names (paths comparable with `root`), each of which must be in
+    the set."""
+    pinned = set()
+    for path in keep:
+        try:
+            relative = path.relative_to(root).as_posix()
+        except ValueError:
+            relative = ""
+        if relative not in read.files:
+            raise UserError(f"--keep {path}: not a file of the set under {root}")
+        pinned.add(relative)
+    return frozenset(pinned)
+
+
+def _syntaxes(
+    files: dict[str, bytes], opaque: frozenset[str]
+) -> tuple[dict[str, Syntax], list[str]]:
+    """Each text member's syntax gate, and the members no grammar parses."""
+    syntaxes: dict[str, Syntax] = {}
+    unparsed = []
+    for path, text in sorted(files.items()):
+        if path in opaque:
+            continue
+        grammar, _ = resolve_grammar(Path(path), None)
+        if grammar is None:
+            unparsed.append(path)
+        else:
+            syntaxes[path] = Syntax(grammar, text)
+    return syntaxes, unparsed
+
+
+def _drop_files(
+    engine: Engine, files: dict[str, bytes], pinned: frozenset[str], accepted: list[bytes]
+) -> None:
+    """ddmin over the members not pinned: the set without as many whole files as can go."""
+    removable = tuple(sorted(name for name in files if name not in pinned))
+    snapshot = dict(files)
+
+    def render(kept: Subset) -> bytes:
+        going = {removable[index] for index in range(len(removable)) if index not in kept}
+        return fileset.pack({name: text for name, text in snapshot.items() if name not in going})
+
+    def first_success(subsets: Sequence[Subset]) -> int | None:
+        found = engine.first_success(
+            (render(subset) for subset in subsets),
+            smaller_than=len(accepted[-1]),
+            label=FILES_PASS,
+        )
+        if found is None:
+            return None
+        accepted.append(bytes(found[1]))
+        return found[0]
+
+    ddmin(tuple(range(len(removable))), first_success, try_empty=bool(pinned))
+    kept = fileset.unpack(accepted[-1])
+    for name in list(files):
+        if name not in kept:
+            del files[name]
+
+
+def _placer(path: str, others: dict[str, bytes]) -> Callable[[bytes], bytes]:
+    def place(text: bytes) -> bytes:
+        return fileset.pack({**others, path: text})
+
+    return place
+
+
+def _on_change(
+    path: str, others: dict[str, bytes], accepted: list[bytes], progress: Progress | None
+) -> Callable[[Current], None]:
+    def changed(current: Current) -> None:
+        accepted.append(fileset.pack({**others, path: current.text}))
+        if progress is not None:
+            progress(current)
+
+    return changed
+
+
+def _write_set(output: Path, files: dict[str, bytes]) -> None:
+    """The reduced set under `output` (created if need be) at its relative paths."""
+    try:
+        for relative, content in files.items():
+            target = output.joinpath(*relative.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+    except OSError as error:
+        raise UserError(f"cannot write the reduced set to {output}: {error.strerror}") from None

@@ -1,0 +1,278 @@
+"""File-set mode end to end: real directories, real test commands, real gcc; the set's
+result as a directory, a commit and a patch, and bad inputs as one-line errors."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pygit2
+import pytest
+from support import git, make_user_repo
+
+from gitreduce.core.errors import UserError
+from gitreduce.git.store import ResultRequest
+from gitreduce.sessions.fileset import (
+    FILES_PASS,
+    FileSetSettings,
+    read_set,
+    reduce_files,
+    reduce_revision_set,
+)
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lto-type-mismatch"
+
+# interesting (exit 0) while util.py still sets the flag and main.py still calls it
+GREP_BOTH = "grep -q 'flag = 1' util.py && grep -q 'util.set_flag()' main.py"
+
+MAIN = b"""import util
+import data
+
+
+def greet(name):
+    return "hello " + name
+
+
+def main():
+    print(greet("world"))
+    util.set_flag()
+    print(data.TABLE)
+
+
+main()
+"""
+UTIL = b"""flag = 0
+
+
+def set_flag():
+    global flag
+    flag = 1
+
+
+def clear_flag():
+    global flag
+    flag = 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private verdict cache, and a cwd that has nothing to do with the inputs."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+
+
+def python_project(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True, exist_ok=True)
+    (root / "main.py").write_bytes(MAIN)
+    (root / "util.py").write_bytes(UTIL)
+    (root / "data.py").write_bytes(b"TABLE = [1, 2, 3]\n")
+    (root / "pkg" / "__init__.py").write_bytes(b"from . import helpers\n")
+    (root / "pkg" / "helpers.py").write_bytes(b"def helper():\n    return 42\n")
+    (root / "README").write_bytes(b"A project.\nIt prints a greeting.\n")
+    return root
+
+
+def settings(paths: list[Path], test: str = GREP_BOTH, **options: object) -> FileSetSettings:
+    return FileSetSettings(paths=tuple(paths), test=test, polarity="interesting", jobs=2, **options)  # type: ignore[arg-type]
+
+
+def test_a_directory_loses_its_unneeded_files_then_each_file_its_unneeded_lines(
+    tmp_path: Path,
+) -> None:
+    root = python_project(tmp_path / "proj")
+    before = {path: path.read_bytes() for path in root.rglob("*") if path.is_file()}
+    summary = reduce_files(settings([root], keep=(root / "README",)))
+    assert set(summary.files) == {"main.py", "util.py", "README"}
+    assert summary.files["util.py"].strip() == b"flag = 1"
+    assert summary.files["main.py"].strip() == b"util.set_flag()"
+    assert (summary.files_before, summary.files_after) == (6, 3)
+    assert summary.verified and summary.tokens_after < summary.tokens_before
+    assert summary.stats.by_pass.get(FILES_PASS)
+    assert {path: path.read_bytes() for path in before} == before  # the inputs stay
+    output = Path(summary.output or "")
+    assert output == tmp_path / "proj.reduced"  # outside a repository: beside the set
+    written = {p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file()}
+    assert written == set(summary.files)
+    assert summary.as_dict()["files"] == sorted(summary.files)
+
+
+def test_a_second_run_is_answered_by_the_cache(tmp_path: Path) -> None:
+    root = python_project(tmp_path / "proj")
+    first = reduce_files(settings([root], output=tmp_path / "one"))
+    again = reduce_files(settings([root], output=tmp_path / "two"))
+    assert again.files == first.files
+    assert again.stats.tests_run < first.stats.tests_run
+
+
+def test_named_files_are_a_set_relative_to_their_common_directory(tmp_path: Path) -> None:
+    root = python_project(tmp_path / "proj")
+    summary = reduce_files(
+        settings([root / "main.py", root / "util.py", root / "pkg" / "helpers.py"])
+    )
+    assert set(summary.files) == {"main.py", "util.py"}
+
+
+def test_in_a_repository_the_result_is_a_commit_of_the_set_and_a_patch(tmp_path: Path) -> None:
+    work = make_user_repo(tmp_path / "work")
+    python_project(work / "app")
+    patch = tmp_path / "set.patch"
+    summary = reduce_files(
+        settings([work / "app"]), result=ResultRequest(branch="reduce/app", patch=patch)
+    )
+    assert summary.output is None and summary.branch == "reduce/app"
+    repo = pygit2.Repository(str(work))
+    tree = repo.revparse_single("reduce/app").peel(pygit2.Commit).tree
+    assert tree["app/util.py"].data == summary.files["util.py"]
+    assert sorted(entry.name for entry in tree["app"].peel(pygit2.Tree)) == sorted(summary.files)
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", str(empty))
+    (empty / "base").write_text("base\n")
+    git(empty, "add", "base")
+    git(empty, "commit", "-q", "-m", "base")
+    git(empty, "am", "-q", str(patch))
+    assert (empty / "app" / "main.py").read_bytes() == summary.files["main.py"]
+
+
+def test_links_nested_repositories_and_binaries_are_left_out_or_kept_whole(
+    tmp_path: Path,
+) -> None:
+    root = python_project(tmp_path / "proj")
+    os.symlink(root / "util.py", root / "alias.py")
+    (root / "vendor").mkdir()
+    (root / "vendor" / ".git").write_text("gitdir: ../../.git/modules/vendor\n")
+    (root / "vendor" / "lib.py").write_text("x = 1\n")
+    (root / "blob.bin").write_bytes(b"\0\1\2flag = 1\n")
+    read = read_set([root])
+    assert "alias.py" not in read.files and "vendor/lib.py" not in read.files
+    assert read.opaque == {"blob.bin"}
+    assert any("alias.py" in warning and "vendor/" in warning for warning in read.warnings)
+    assert any("blob.bin" in warning for warning in read.warnings)
+    summary = reduce_files(settings([root], test=f"{GREP_BOTH} && test -e blob.bin"))
+    assert summary.files["blob.bin"] == b"\0\1\2flag = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("make", "keep", "message"),
+    [
+        (lambda root: [root / "missing"], (), "no such file or directory"),
+        (lambda root: [root / "link"], (), "symbolic link"),
+        (lambda root: [root / "empty"], (), "no files to reduce"),
+        (lambda root: [root / "proj"], ("elsewhere.py",), "not a file of the set"),
+    ],
+)
+def test_bad_inputs_are_one_line_errors(
+    tmp_path: Path, make: object, keep: tuple[str, ...], message: str
+) -> None:
+    python_project(tmp_path / "proj")
+    (tmp_path / "empty").mkdir()
+    os.symlink(tmp_path / "proj", tmp_path / "link")
+    paths = make(tmp_path)  # type: ignore[operator]
+    with pytest.raises(UserError, match=message):
+        reduce_files(settings(paths, keep=tuple(tmp_path / name for name in keep)))
+
+
+def history(tmp_path: Path) -> Path:
+    """GOOD: the project without the flag being set; BAD: a commit changing three files."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    python_project(work / "app")
+    (work / "app" / "util.py").write_bytes(UTIL.replace(b"flag = 1", b"flag = 0"))
+    (work / "other.txt").write_text("not part of the set\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "good")
+    python_project(work / "app")
+    (work / "app" / "data.py").write_text("TABLE = [1, 2, 3, 4]\n")
+    (work / "app" / "pkg" / "new.py").write_text("NEW = True\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "bad: three files changed")
+    return work
+
+
+def test_a_change_to_several_files_is_reduced_as_the_set_at_bad(tmp_path: Path) -> None:
+    work = history(tmp_path)
+    before = git(work, "status", "--porcelain").stdout
+    summary = reduce_revision_set(
+        "HEAD~1..HEAD", ["app/"], settings([]), directory=work, result=ResultRequest()
+    )
+    assert set(summary.files) == {"main.py", "util.py"}
+    assert summary.files_before == 7 and summary.branch == "reduce/app"
+    assert any("reduced alone" in warning for warning in summary.warnings)
+    repo = pygit2.Repository(str(work))
+    commit = repo.revparse_single("reduce/app").peel(pygit2.Commit)
+    assert commit.tree["app/util.py"].data == summary.files["util.py"]
+    assert str(repo.revparse_single("HEAD").id) in commit.message
+    assert git(work, "status", "--porcelain").stdout == before
+
+
+def test_a_path_that_changed_kind_or_is_not_there_is_a_one_line_error(tmp_path: Path) -> None:
+    work = history(tmp_path)
+    (work / "other.txt").unlink()
+    (work / "other.txt").mkdir()
+    (work / "other.txt" / "inside").write_text("now a directory\n")
+    os.symlink("app/main.py", work / "link.py")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "kinds")
+    for paths, message in [
+        (["other.txt"], "is a file at HEAD~1 and a directory at HEAD"),
+        (["link.py"], "is a link at HEAD"),
+        (["nowhere/"], "does not exist at HEAD"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            reduce_revision_set("HEAD~1..HEAD", paths, settings([]), directory=work)
+    with pytest.raises(UserError, match="nothing to reduce"):
+        reduce_revision_set("HEAD~1..HEAD", ["app"], settings([]), directory=work)
+
+
+LTO_SET = {
+    "main.c": '#include "util.h"\n\n/* the logger\'s API as it was */\n'
+    "void log_set_quiet(int enable);\n\n"
+    "int main(void) {\n  log_set_quiet(twice(1) > 1);\n  return twice(0);\n}\n",
+    "log.h": "#include <stdbool.h>\n\nvoid log_set_quiet(bool enable);\nbool log_quiet(void);\n",
+    "log.c": '#include "log.h"\n\nstatic bool quiet;\n\n'
+    "void log_set_quiet(bool enable) {\n  quiet = enable;\n}\n\n"
+    "bool log_quiet(void) {\n  return quiet;\n}\n",
+    "util.h": "int twice(int x);\n",
+    "util.c": '#include "util.h"\n\nint twice(int x) {\n  return 2 * x;\n}\n',
+}
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="gcc")
+def test_an_lto_type_mismatch_across_translation_units_keeps_only_what_makes_it(
+    tmp_path: Path,
+) -> None:
+    """The acceptance fixture's bug, oracle and Makefile, on six small files: the fixture
+    itself takes minutes (its figures are in its README). The warning comes only from the
+    LTO link of two units; util.c and util.h go once main.c no longer calls `twice`."""
+    root = tmp_path / "set"
+    root.mkdir()
+    shutil.copy(FIXTURE / "set" / "Makefile", root / "Makefile")
+    for name, text in LTO_SET.items():
+        (root / name).write_text(text)
+    summary = reduce_files(
+        FileSetSettings(
+            paths=(root,),
+            test=str(FIXTURE / "test.sh"),
+            keep=(root / "Makefile",),
+            jobs=2,
+            output=tmp_path / "out",
+        )
+    )
+    assert summary.verified and summary.files_before == 6
+    assert (
+        {"main.c", "log.c", "Makefile"}
+        <= set(summary.files)
+        <= {
+            "main.c",
+            "log.c",
+            "log.h",
+            "Makefile",
+        }
+    )
+    assert b"log_set_quiet" in summary.files["main.c"]
+    assert b"quiet = " not in summary.files["log.c"]
+    assert summary.tokens_after * 2 < summary.tokens_before  # the Makefile stays near whole
