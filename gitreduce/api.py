@@ -304,10 +304,10 @@ def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
 
     These are the names `skip_passes` takes and the labels `pass_profile()` reports.
     """
-    single = (*schedule.ROUND, *schedule.FINAL)
+    single = (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)
     return [
         (
-            "single program (each round, then once at the end)",
+            "single program (each round; late passes at the rounds' fixpoint; once at the end)",
             [(declared.name, declared.summary) for declared in single],
         ),
         (
@@ -321,7 +321,7 @@ def known_passes() -> list[str]:
     """Every name `skip_passes` accepts: each pass of both schedules, then the
     single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...)."""
     names = [name for _, passes in pass_schedules() for name, _ in passes]
-    single = [declared.name for declared in (*schedule.ROUND, *schedule.FINAL)]
+    single = [declared.name for declared in (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)]
     return names + [f"{NESTING_PASS}/{name}" for name in single]
 
 
