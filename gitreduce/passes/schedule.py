@@ -24,6 +24,7 @@ from gitreduce.passes.identifiers import replace_identifiers
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
 from gitreduce.passes.results import delete_results
+from gitreduce.passes.subtrees import replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
 from gitreduce.passes.windows import (
     delete_brackets,
@@ -178,12 +179,24 @@ ROUND: tuple[Pass[Program], ...] = (
 )
 """One round of the single-program schedule, in order; rounds repeat while they shrink."""
 
+
+def _subtrees(program: Program) -> bool:
+    assert program.original is not None
+    return replace_subtrees(program.current, program.original)
+
+
 LATE: tuple[Pass[Program], ...] = (
     Pass(
         "identifiers",
         lambda program: replace_identifiers(program.current),
         "a name's uses renamed to another name of its kind in scope, its declaration deleted",
         applies=_parsed,
+    ),
+    Pass(
+        "subtrees",
+        _subtrees,
+        "a node replaced by a smaller compatible node from elsewhere in the program",
+        applies=lambda program: small_enough(program.current),
     ),
     Pass(
         "exhaustive",

@@ -1,0 +1,79 @@
+"""Sub-tree replacement (Vulcan): a node replaced by a smaller compatible node found
+elsewhere in the program.
+
+The tree sweeps replace a node by one of its own descendants (hoisting) or by
+the smallest stock phrases of a compatible kind. What they never offer is a
+mid-sized piece of the program that stands somewhere else: an expression
+replaced by a different, shorter expression the bug may need just as well, a
+statement by another statement. Offered for every node, such replacements
+would cost a test each, so this runs at the rounds' fixpoint, where the
+program is small, and tries only a few replacements per node, smallest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import tree_sitter
+
+from gitreduce.core import edits
+from gitreduce.core.current import Current
+from gitreduce.passes.tree import Catalog
+
+# Replacements tried per node: the smallest compatible pieces of the program.
+PER_NODE = 3
+
+
+def _pieces(root: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """Every named, error-free node that is no comment, in source order."""
+    found = []
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.is_named and not node.has_error and "comment" not in node.type:
+            found.append(node)
+        pending.extend(reversed(node.children))
+    return found
+
+
+def _related(node: tree_sitter.Node, other: tree_sitter.Node) -> bool:
+    """Whether one of the two holds the other (hoisting's business, or no change)."""
+    return (node.start_byte <= other.start_byte and other.end_byte <= node.end_byte) or (
+        other.start_byte <= node.start_byte and node.end_byte <= other.end_byte
+    )
+
+
+def replacement_candidates(current: Current, original: Catalog) -> Iterator[bytes]:
+    """Per node, biggest first, the node replaced by each of the smallest compatible
+    nodes elsewhere in the program with fewer tokens (compatible as the original
+    program and the current one show it)."""
+    parsed = current.parsed
+    assert parsed is not None
+    catalog = original.extended(parsed)
+    text = parsed.text
+    pieces = _pieces(parsed.tree.root_node)
+    sized = [(parsed.tokens_in(piece.start_byte, piece.end_byte), piece) for piece in pieces]
+    sized = [(tokens, piece) for tokens, piece in sized if tokens > 0]
+    by_size = sorted(sized, key=lambda entry: (entry[0], entry[1].start_byte))
+    for tokens, node in sorted(sized, key=lambda entry: (-entry[0], entry[1].start_byte)):
+        if tokens < 2 or node.parent is None:
+            continue
+        own = text[node.start_byte : node.end_byte]
+        seen: set[bytes] = set()
+        for other_tokens, other in by_size:
+            if other_tokens >= tokens or len(seen) >= PER_NODE:
+                break
+            piece = text[other.start_byte : other.end_byte]
+            if piece == own or piece in seen or _related(node, other):
+                continue
+            if not catalog.compatible(node.type, other.type):
+                continue
+            seen.add(piece)
+            candidate = edits.apply(text, [edits.Edit(node.start_byte, node.end_byte, piece)])
+            if len(candidate) < len(text):
+                yield candidate
+
+
+def replace_subtrees(current: Current, original: Catalog) -> bool:
+    """Take the first interesting replacement, derive again, until none is; True if any."""
+    return current.try_until_none(lambda now: replacement_candidates(now, original))
