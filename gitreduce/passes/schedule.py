@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gitreduce.core.current import Current, Unit, delete_units
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.syntax import plain_tokens
+from gitreduce.passes.conversions import convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
@@ -190,6 +191,12 @@ LATE: tuple[Pass[Program], ...] = (
         "identifiers",
         lambda program: replace_identifiers(program.current),
         "a name's uses renamed to another name of its kind in scope, its declaration deleted",
+        applies=_parsed,
+    ),
+    Pass(
+        "conversions",
+        lambda program: convert_structures(program.current),
+        "a `for` with a condition to a `while`; an `if` or loop to its condition alone",
         applies=_parsed,
     ),
     Pass(
