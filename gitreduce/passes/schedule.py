@@ -24,6 +24,7 @@ from gitreduce.passes.conversions import convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
+from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results
 from gitreduce.passes.subtrees import replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
@@ -217,6 +218,12 @@ program is small and each of their candidates costs little; if one of them shrin
 program, the rounds run again."""
 
 FINAL: tuple[Pass[Program], ...] = (
+    Pass(
+        "rename",
+        lambda program: rename(program.current),
+        "in-token reduction: each name to the shortest free one, string literals emptied",
+        applies=lambda program: small_enough(program.current),
+    ),
     Pass(
         "tidy",
         lambda program: program.current.try_rewrite(tidy),
