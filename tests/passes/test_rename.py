@@ -43,11 +43,13 @@ def test_renaming_is_consistent_in_python_and_rust():
         ("python", b"def helper(value):\n    return value\n\n\nhelper(1)\n"),
         ("rust", b"fn helper(value: i32) -> i32 { value }\nfn main() { helper(1); }\n"),
     ):
-        progress, result, _ = run(text, language, lambda t, lang=language: parses_cleanly(lang, t))
+        progress, result, _ = run(
+            text, language, lambda t, lang=language: parses_cleanly(lang, t) and b"(1)" in t
+        )
         assert progress
         assert b"helper" not in result and b"value" not in result
         names = set(re.findall(rb"\b[a-z]\b", result))
-        assert len(names) == 2, result
+        assert len(names) == (2 if language == "python" else 3), result
 
 
 def test_short_names_skip_taken_names_and_keywords():
