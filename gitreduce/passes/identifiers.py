@@ -36,7 +36,7 @@ from gitreduce.lang.kinds import (
 from gitreduce.passes.names import enclosing_unit, unit_deletion_spans
 
 # Stand-ins tried per name; the rest would cost a test each for little gain.
-MAX_STAND_INS = 6
+MAX_STAND_INS = 4
 
 
 @dataclass
@@ -137,15 +137,21 @@ def _renamings(
         yield other, unit_deletion_spans([unit]), uses
 
 
-def replacement_candidates(current: Current) -> Iterator[bytes]:
-    """Per name (most used first), its declaration deleted and its uses renamed to each
-    stand-in in turn; only candidates smaller than the current text."""
+def replacement_plan(
+    current: Current, settled: frozenset[bytes] = frozenset()
+) -> list[tuple[bytes, bytes]]:
+    """(name, candidate) per name not `settled` (most used first), its declaration
+    deleted and its uses renamed to each stand-in in turn; only candidates smaller
+    than the current text."""
     parsed = current.parsed
     assert parsed is not None
     text = parsed.text
     names = _names(parsed.tree.root_node)
     order = sorted(names.values(), key=lambda name: (-len(name.leaves), name.first.start_byte))
+    plan = []
     for name in order:
+        if name.text in settled:
+            continue
         for stand_in, spans, uses in _renamings(name, names):
             changes = deletion_edits(text, spans)
             deleted = [(change.start, change.end) for change in changes]
@@ -156,9 +162,25 @@ def replacement_candidates(current: Current) -> Iterator[bytes]:
             ]
             candidate = edits.apply(text, changes)
             if len(candidate) < len(text):
-                yield candidate
+                plan.append((name.text, candidate))
+    return plan
 
 
 def replace_identifiers(current: Current) -> bool:
-    """Take the first interesting replacement, derive again, until none is; True if any."""
-    return current.try_until_none(replacement_candidates)
+    """Take the first interesting replacement, plan again, until none is; True if any.
+
+    A name whose every stand-in failed is not tried again in this run: after
+    each success the text differs, and its candidates with it, so retrying
+    them would cost tests anew; the schedule runs the pass again when the
+    rounds change the program.
+    """
+    settled: set[bytes] = set()
+    progress = False
+    while current.parsed is not None:
+        plan = replacement_plan(current, frozenset(settled))
+        found = current.try_candidates(candidate for _, candidate in plan)
+        if found is None:
+            return progress
+        settled.update(name for name, _ in plan[:found])
+        progress = True
+    return progress

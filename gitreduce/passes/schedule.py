@@ -192,7 +192,7 @@ LATE: tuple[Pass[Program], ...] = (
         "identifiers",
         lambda program: replace_identifiers(program.current),
         "a name's uses renamed to another name of its kind in scope, its declaration deleted",
-        applies=_parsed,
+        applies=lambda program: small_enough(program.current),
     ),
     Pass(
         "conversions",

@@ -43,22 +43,27 @@ def _related(node: tree_sitter.Node, other: tree_sitter.Node) -> bool:
     )
 
 
-def replacement_candidates(current: Current, original: Catalog) -> Iterator[bytes]:
-    """Per node, biggest first, the node replaced by each of the smallest compatible
-    nodes elsewhere in the program with fewer tokens (compatible as the original
-    program and the current one show it)."""
+def replacement_plan(
+    current: Current, original: Catalog, settled: frozenset[bytes] = frozenset()
+) -> list[tuple[bytes, bytes]]:
+    """(node text, candidate) per node not `settled`, biggest first: the node replaced
+    by each of the smallest compatible nodes elsewhere in the program with fewer
+    tokens (compatible as the original program and the current one show it)."""
     parsed = current.parsed
     assert parsed is not None
     catalog = original.extended(parsed)
     text = parsed.text
-    pieces = _pieces(parsed.tree.root_node)
-    sized = [(parsed.tokens_in(piece.start_byte, piece.end_byte), piece) for piece in pieces]
+    sized = [
+        (parsed.tokens_in(piece.start_byte, piece.end_byte), piece)
+        for piece in _pieces(parsed.tree.root_node)
+    ]
     sized = [(tokens, piece) for tokens, piece in sized if tokens > 0]
     by_size = sorted(sized, key=lambda entry: (entry[0], entry[1].start_byte))
+    plan = []
     for tokens, node in sorted(sized, key=lambda entry: (-entry[0], entry[1].start_byte)):
-        if tokens < 2 or node.parent is None:
-            continue
         own = text[node.start_byte : node.end_byte]
+        if tokens < 2 or node.parent is None or own in settled:
+            continue
         seen: set[bytes] = set()
         for other_tokens, other in by_size:
             if other_tokens >= tokens or len(seen) >= PER_NODE:
@@ -71,9 +76,23 @@ def replacement_candidates(current: Current, original: Catalog) -> Iterator[byte
             seen.add(piece)
             candidate = edits.apply(text, [edits.Edit(node.start_byte, node.end_byte, piece)])
             if len(candidate) < len(text):
-                yield candidate
+                plan.append((own, candidate))
+    return plan
 
 
 def replace_subtrees(current: Current, original: Catalog) -> bool:
-    """Take the first interesting replacement, derive again, until none is; True if any."""
-    return current.try_until_none(lambda now: replacement_candidates(now, original))
+    """Take the first interesting replacement, plan again, until none is; True if any.
+
+    A node none of whose replacements was taken is not planned again in this
+    run (see `identifiers.replace_identifiers`).
+    """
+    settled: set[bytes] = set()
+    progress = False
+    while current.parsed is not None:
+        plan = replacement_plan(current, original, frozenset(settled))
+        found = current.try_candidates(candidate for _, candidate in plan)
+        if found is None:
+            return progress
+        settled.update(own for own, _ in plan[:found])
+        progress = True
+    return progress

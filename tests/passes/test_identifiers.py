@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from support import current_for, parses_cleanly, reduce_text
 
-from gitreduce.passes.identifiers import replace_identifiers, replacement_candidates
+from gitreduce.passes.identifiers import replace_identifiers, replacement_plan
 
 
 def candidates(text: bytes, language: str) -> list[bytes]:
     current = current_for(text, language)
     try:
-        return list(replacement_candidates(current))
+        return [candidate for _, candidate in replacement_plan(current)]
     finally:
         current.engine.close()
 

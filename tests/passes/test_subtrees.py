@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from support import current_for, parses_cleanly
 
-from gitreduce.passes.subtrees import PER_NODE, replace_subtrees, replacement_candidates
+from gitreduce.passes.subtrees import PER_NODE, replace_subtrees, replacement_plan
 from gitreduce.passes.tree import Catalog
 
 
@@ -17,7 +17,7 @@ def catalog_of(current) -> Catalog:
 def candidates(text: bytes, language: str) -> list[bytes]:
     current = current_for(text, language)
     try:
-        return list(replacement_candidates(current, catalog_of(current)))
+        return [candidate for _, candidate in replacement_plan(current, catalog_of(current))]
     finally:
         current.engine.close()
 
