@@ -12,8 +12,6 @@ program is small, and tries only a few replacements per node, smallest first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import tree_sitter
 
 from gitreduce.core import edits
