@@ -216,6 +216,14 @@ def reduce(
             show_default=False,
         ),
     ] = None,
+    rename: Annotated[
+        bool,
+        typer.Option(
+            "--rename/--no-rename",
+            help="Shorten the result's names and empty its string literals at the end "
+            "(the rename pass; --no-rename is --skip-pass rename).",
+        ),
+    ] = True,
     _list: Annotated[
         bool,
         typer.Option(
@@ -241,7 +249,7 @@ def reduce(
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
     counted = [ProgressFile(progress_file)] if progress_file is not None else []
-    skip_passes = skip_pass or []
+    skip_passes = (skip_pass or []) + ([] if rename else ["rename"])
 
     def echo(line: str) -> None:
         console.print(line, highlight=False, markup=False)

@@ -496,6 +496,11 @@ def test_stats_prints_the_pass_profile_and_skip_pass_switches_one_off(tmp_path):
     labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]  # no table: JSON
     assert "windows" not in labels and {"tree", "tokens", "tidy"} <= set(labels)
     assert reproduces(cwd / "variant.reduced.c")
+    # --no-rename is the rename pass switched off
+    process = run_cli("variant.c", "--test", TEST_SH, "--no-rename", "--json", cwd=cwd)
+    assert process.returncode == 0, process.stderr
+    labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]
+    assert "rename" not in labels and "tidy" in labels
 
 
 def test_json_pass_profile_adds_up(reduced):
