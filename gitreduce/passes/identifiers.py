@@ -91,14 +91,28 @@ def _names(root: tree_sitter.Node) -> dict[bytes, _Name]:
 
 
 def _scope(leaf: tree_sitter.Node) -> tuple[int, int] | None:
-    """The byte range a name first seen at `leaf` is visible in: the function around it
-    from `leaf` on, or None (everywhere) for a name no function holds."""
+    """The byte range a name first seen at `leaf` is visible in: the function whose
+    parameters or body hold it, from `leaf` on, or None (everywhere) for a name no
+    function holds (a function's own name is its surroundings')."""
     node = leaf.parent
     while node is not None:
-        if is_function(node):
+        if is_function(node) and any(
+            part.start_byte <= leaf.start_byte < part.end_byte for part in _inner_parts(node)
+        ):
             return leaf.start_byte, node.end_byte
         node = node.parent
     return None
+
+
+def _inner_parts(function: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """A function's body and parameter list (inside its declarator, in C and C++)."""
+    declarator = function.child_by_field_name("declarator")
+    parts = [
+        function.child_by_field_name("body"),
+        function.child_by_field_name("parameters"),
+        declarator.child_by_field_name("parameters") if declarator is not None else None,
+    ]
+    return [part for part in parts if part is not None]
 
 
 def _visible(stand_in: _Name, uses: list[tree_sitter.Node]) -> bool:

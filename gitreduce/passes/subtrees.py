@@ -18,7 +18,8 @@ from gitreduce.core import edits
 from gitreduce.core.current import Current
 from gitreduce.passes.tree import Catalog
 
-# Replacements tried per node: the smallest compatible pieces of the program.
+# Replacements tried per node: the smallest compatible pieces of the program of two
+# tokens or more (a single token is what the tree sweeps' stock phrases offer).
 PER_NODE = 3
 
 
@@ -66,6 +67,8 @@ def replacement_plan(
         for other_tokens, other in by_size:
             if other_tokens >= tokens or len(seen) >= PER_NODE:
                 break
+            if other_tokens < 2:  # single tokens: the tree sweeps' stock phrases and names
+                continue
             piece = text[other.start_byte : other.end_byte]
             if piece == own or piece in seen or _related(node, other):
                 continue

@@ -86,13 +86,22 @@ def _gapped_subsets(size: int) -> list[tuple[int, ...]]:
 def _subset_deletions(current: Current, start_at: int) -> list[list[tuple[int, int]]]:
     parsed = current.parsed
     assert parsed is not None
-    starts, ends = parsed.token_starts, parsed.token_ends
+    text, starts, ends = parsed.text, parsed.token_starts, parsed.token_ends
     return [
-        [(starts[first + i], ends[first + i]) for i in chosen]
+        [_with_space(text, starts[first + i], ends[first + i]) for i in chosen]
         for first in range(start_at, len(starts))
         for chosen in _gapped_subsets(EXHAUSTIVE_WINDOW)
         if first + chosen[-1] < len(starts)
     ]
+
+
+def _with_space(text: bytes, start: int, end: int) -> tuple[int, int]:
+    """A token's span with the blanks after it, when blanks also stand before it: a
+    token cut from between two others leaves one space, not two."""
+    if start and text[start - 1 : start] in (b" ", b"\t"):
+        while end < len(text) and text[end : end + 1] in (b" ", b"\t"):
+            end += 1
+    return start, end
 
 
 def small_enough(current: Current) -> bool:

@@ -22,7 +22,11 @@ def candidates(text: bytes, language: str) -> list[bytes]:
         ("c", b"int f(int a) {\n  for (; a < 3;) a++;\n}\n", b"  while (a < 3) a++;\n"),
         ("cpp", b"void f(int a) { for (; a;) g(); }\n", b"{ while (a) g(); }"),
         ("javascript", b"for (let i = 0; i < 3; i++) { f(i); }\n", b"while (i < 3) { f(i); }"),
-        ("java", b"class A { void f() { for (;b;) { f(); } } }\n", b"{ while (b) { f(); } }"),
+        (
+            "java",
+            b"class A { void f() { for (int i = 0; i < 3; i++) { f(); } } }\n",
+            b"{ while (i < 3) { f(); } }",
+        ),
     ],
 )
 def test_a_loop_with_a_condition_becomes_a_while(language: str, text: bytes, expected: bytes):

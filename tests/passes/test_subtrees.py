@@ -31,8 +31,14 @@ def test_an_expression_takes_a_smaller_expression_from_elsewhere():
     assert (
         b"int f(int a) {\n  if (a > 2) { a = a + 7; } else { a--; }\n  return a + 7;\n}\n" in found
     )
-    # a statement for a statement: the `if` replaced by the `a--;` of its else branch
-    assert b"int f(int a) {\n  a--;\n  return a + 7;\n}\n" in found
+    # a statement for a statement: the `return` replaced by the `a--;` of the else branch
+    assert b"int f(int a) {\n  if (a > 2) { a = a * 3 + 1; } else { a--; }\n  a--;\n}\n" in found
+    # never by a piece of itself (hoisting's business) nor by a single token (stock phrases')
+    assert b"int f(int a) {\n  a--;\n  return a + 7;\n}\n" not in found
+    assert (
+        b"int f(int a) {\n  if (a > 2) { a = a * 3 + 1; } else { a--; }\n  return a;\n}\n"
+        not in found
+    )
 
 
 def test_candidates_are_smaller_and_bounded_per_node():
