@@ -162,7 +162,7 @@ def replacement_plan(
     text = parsed.text
     names = _names(parsed.tree.root_node)
     order = sorted(names.values(), key=lambda name: (-len(name.leaves), name.first.start_byte))
-    plan = []
+    plan: list[tuple[bytes, bytes]] = []
     for name in order:
         if name.text in settled:
             continue

@@ -22,6 +22,7 @@ from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.conversions import convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
+from gitreduce.passes.lenient import delete_tokens_ungated
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
 from gitreduce.passes.rename import rename
@@ -218,6 +219,13 @@ program is small and each of their candidates costs little; if one of them shrin
 program, the rounds run again."""
 
 FINAL: tuple[Pass[Program], ...] = (
+    Pass(
+        "lenient",
+        lambda program: delete_tokens_ungated(program.current),
+        "each token's deletion without the syntax check: what the grammar rejects and "
+        "the language may take (C's implicit int)",
+        applies=lambda program: small_enough(program.current),
+    ),
     Pass(
         "rename",
         lambda program: rename(program.current),

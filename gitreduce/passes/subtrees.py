@@ -58,7 +58,7 @@ def replacement_plan(
     ]
     sized = [(tokens, piece) for tokens, piece in sized if tokens > 0]
     by_size = sorted(sized, key=lambda entry: (entry[0], entry[1].start_byte))
-    plan = []
+    plan: list[tuple[bytes, bytes]] = []
     for tokens, node in sorted(sized, key=lambda entry: (-entry[0], entry[1].start_byte)):
         own = text[node.start_byte : node.end_byte]
         if tokens < 2 or node.parent is None or own in settled:
