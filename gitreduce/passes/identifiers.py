@@ -12,7 +12,10 @@ every other occurrence renamed, consistently in the whole program.
 
 Kinds come from the grammar: a name may stand in for another only if it occurs
 as a leaf of the same kind (`identifier`, `type_identifier`,
-`field_identifier`...). Scope is approximated without a symbol table: a name
+`field_identifier`...), and a function only for a function of the same arity
+(argument counts of its calls, parameter counts of its declaration; a name
+with neither is no function and stands only for another such name). Scope is
+approximated without a symbol table: a name
 first seen inside a function is only offered for uses inside that function
 after its first occurrence; a name first seen outside every function is
 offered everywhere.
