@@ -8,6 +8,9 @@ and gcc takes them. Once no gated pass finds anything, every single token's
 deletion is tried here without the check: at most one test per token, each
 success resuming where it was. A text taken with more errors than the
 original becomes the measure for the passes after it (`Syntax.tolerate`).
+Only for the grammars of `STRICTER_THAN_COMPILERS`: elsewhere a deletion the
+grammar rejects is one the compiler rejects too, and a loose test (any
+failure will do) would take it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,12 @@ from __future__ import annotations
 import bisect
 
 from gitreduce.core.current import Current, render_deletions
+from gitreduce.lang.syntax import STRICTER_THAN_COMPILERS
+
+
+def worthwhile(current: Current) -> bool:
+    """Whether the grammar is known to be stricter than the language's compilers."""
+    return current.syntax is not None and current.syntax.grammar.name in STRICTER_THAN_COMPILERS
 
 
 def delete_tokens_ungated(current: Current) -> bool:

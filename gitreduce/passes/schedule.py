@@ -22,7 +22,7 @@ from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.conversions import convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
-from gitreduce.passes.lenient import delete_tokens_ungated
+from gitreduce.passes.lenient import delete_tokens_ungated, worthwhile
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
 from gitreduce.passes.rename import rename
@@ -224,7 +224,7 @@ FINAL: tuple[Pass[Program], ...] = (
         lambda program: delete_tokens_ungated(program.current),
         "each token's deletion without the syntax check: what the grammar rejects and "
         "the language may take (C's implicit int)",
-        applies=lambda program: small_enough(program.current),
+        applies=lambda program: small_enough(program.current) and worthwhile(program.current),
     ),
     Pass(
         "rename",
