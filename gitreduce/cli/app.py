@@ -221,9 +221,9 @@ def reduce(
         typer.Option(
             "--rename/--no-rename",
             help="Shorten the result's names and empty its string literals at the end "
-            "(the rename pass; --no-rename is --skip-pass rename).",
+            "(the rename pass, off by default).",
         ),
-    ] = True,
+    ] = False,
     _list: Annotated[
         bool,
         typer.Option(
@@ -249,7 +249,7 @@ def reduce(
 ) -> None:
     console = Console(stderr=True, quiet=quiet, soft_wrap=True)
     counted = [ProgressFile(progress_file)] if progress_file is not None else []
-    skip_passes = (skip_pass or []) + ([] if rename else ["rename"])
+    skip_passes = skip_pass or []
 
     def echo(line: str) -> None:
         console.print(line, highlight=False, markup=False)
@@ -284,6 +284,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
+                rename=rename,
                 executor=executor,
                 progress=observe,
                 echo=echo,
@@ -341,6 +342,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
+                rename=rename,
                 executor=executor,
                 progress=chain(progress, history, *counted),
                 echo=echo,
