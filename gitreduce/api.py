@@ -77,6 +77,7 @@ def reduce_file(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    rename: bool = False,
     executor: str = "local",
     progress: Callable[[Current], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -95,7 +96,9 @@ def reduce_file(
     `branch`, `force`, `patch`: the result branch (default: reduce/NAME), whether
     it may be overwritten, and a file to write the result as a mail-ready patch.
     `skip_passes`: passes switched off, by name (`windows`) or full label
-    (`min-commonality/tree`); see `pass_schedules`. `progress` is called with
+    (`min-commonality/tree`); see `pass_schedules`. `rename`: also shorten the
+    result's names and empty its string literals (the `rename` pass, off unless
+    asked for: a result keeps the names its reader knows). `progress` is called with
     the current best after every improvement; `echo` (from another thread) with a
     line saying what the run waits for when the test on the original takes more
     than two seconds (a hanging test would otherwise be silent until its
@@ -118,7 +121,7 @@ def reduce_file(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
-        skip_passes=_skip_passes(skip_passes),
+        skip_passes=_skip_passes(skip_passes, rename),
     )
     with _executing(choice, settings.jobs, echo):
         return reduce_single_file(settings, progress, _request(branch, force, patch), echo)
@@ -211,6 +214,7 @@ def reduce_pair(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    rename: bool = False,
     executor: str = "local",
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -239,7 +243,7 @@ def reduce_pair(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         algorithm=algorithm,
-        skip_passes=_skip_passes(skip_passes),
+        skip_passes=_skip_passes(skip_passes, rename),
     )
     store = Store.near(variant_path)
     with _executing(choice, settings.jobs, echo):
@@ -265,6 +269,7 @@ def reduce_revisions(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    rename: bool = False,
     executor: str = "local",
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -300,7 +305,7 @@ def reduce_revisions(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         algorithm=algorithm,
-        skip_passes=_skip_passes(skip_passes),
+        skip_passes=_skip_passes(skip_passes, rename),
     )
     with _executing(choice, settings.jobs, echo):
         return reduce_revision_range(
@@ -376,10 +381,10 @@ def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
 
     These are the names `skip_passes` takes and the labels `pass_profile()` reports.
     """
-    single = (*schedule.ROUND, *schedule.FINAL)
+    single = (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)
     return [
         (
-            "single program (each round, then once at the end)",
+            "single program (each round; late passes at the rounds' fixpoint; once at the end)",
             [(declared.name, declared.summary) for declared in single],
         ),
         (
@@ -393,18 +398,19 @@ def known_passes() -> list[str]:
     """Every name `skip_passes` accepts: each pass of both schedules, then the
     single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...)."""
     names = [name for _, passes in pass_schedules() for name, _ in passes]
-    single = [declared.name for declared in (*schedule.ROUND, *schedule.FINAL)]
+    single = [declared.name for declared in (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)]
     return names + [f"{NESTING_PASS}/{name}" for name in single]
 
 
-def _skip_passes(names: Iterable[str]) -> tuple[str, ...]:
-    """The passes to switch off, once every name is known to be one (a string is one name)."""
+def _skip_passes(names: Iterable[str], rename: bool) -> tuple[str, ...]:
+    """The passes to switch off, once every name is known to be one (a string is one
+    name); `rename` among them unless asked for."""
     chosen = (names,) if isinstance(names, str) else tuple(names)
     known = known_passes()
     for name in chosen:
         if name not in known:
             raise UserError(f"unknown pass {name!r}; known: {', '.join(known)}")
-    return chosen
+    return chosen if rename else (*chosen, "rename")
 
 
 @contextmanager

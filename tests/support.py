@@ -26,6 +26,9 @@ from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import reduce_program
 
 Predicate = Callable[[bytes], bool]
+# The schedule but its one pass that tests candidates the syntax check rejects: for
+# properties of the check (every tested candidate parses).
+GATED_ONLY = ("lenient",)
 
 
 @dataclass
@@ -39,7 +42,12 @@ class Reduction:
     passes: list[str] = field(default_factory=list)  # the pass that found each accepted text
 
 
-def make_engine(predicate: Predicate, jobs: int, tested: list[bytes] | None = None) -> Engine:
+def make_engine(
+    predicate: Predicate,
+    jobs: int,
+    tested: list[bytes] | None = None,
+    skipped_passes: tuple[str, ...] = (),
+) -> Engine:
     lock = threading.Lock()
 
     def run_test(text: bytes) -> Outcome:
@@ -50,18 +58,29 @@ def make_engine(predicate: Predicate, jobs: int, tested: list[bytes] | None = No
             return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
         return Outcome(Verdict.GOOD, 0, 0.0)
 
-    return Engine(run_test, lambda outcome: outcome.verdict is Verdict.BAD, jobs=jobs)
+    return Engine(
+        run_test,
+        lambda outcome: outcome.verdict is Verdict.BAD,
+        jobs=jobs,
+        skipped_passes=skipped_passes,
+    )
 
 
 def reduce_text(
-    text: bytes, language: str | None, predicate: Predicate, *, jobs: int = 1
+    text: bytes,
+    language: str | None,
+    predicate: Predicate,
+    *,
+    jobs: int = 1,
+    skipped_passes: tuple[str, ...] = (),
 ) -> Reduction:
-    """Run the whole single-program schedule on `text` (no grammar when `language` is None)."""
+    """Run the whole single-program schedule on `text` (no grammar when `language` is None),
+    but the passes named in `skipped_passes`."""
     assert predicate(text), "the original must be interesting"
     tested: list[bytes] = []
     accepted: list[bytes] = []
     passes: list[str] = []
-    engine = make_engine(predicate, jobs, tested)
+    engine = make_engine(predicate, jobs, tested, skipped_passes)
     grammar = grammars.load(language) if language else None
     if language:
         assert grammar is not None, language

@@ -261,6 +261,14 @@ def reduce(
             show_default=False,
         ),
     ] = None,
+    rename: Annotated[
+        bool,
+        typer.Option(
+            "--rename/--no-rename",
+            help="Shorten the result's names and empty its string literals at the end "
+            "(the rename pass, off by default).",
+        ),
+    ] = False,
     _list: Annotated[
         bool,
         typer.Option(
@@ -336,6 +344,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
+                rename=rename,
                 executor=executor,
                 progress=observe,
                 echo=echo,
@@ -442,6 +451,7 @@ def reduce(
                 force=force,
                 patch=patch,
                 skip_passes=skip_passes,
+                rename=rename,
                 executor=executor,
                 progress=chain(progress, history, *counted),
                 echo=echo,

@@ -50,8 +50,19 @@ class Current:
         give back (a final newline). It must still parse and be interesting to be taken."""
         return self._first([candidate], len(candidate) + 1) is not None
 
-    def _first(self, candidates: Iterable[bytes], smaller_than: int) -> int | None:
-        precheck = syntax_gate(self.syntax, self.text) if self.syntax else None
+    def try_ungated(self, candidates: Iterable[bytes]) -> int | None:
+        """`try_candidates` without the syntax check: for where the grammar is stricter
+        than the language (C's implicit `int`). A text taken with more syntax errors
+        than the original had becomes the measure the check holds later candidates to."""
+        found = self._first(candidates, len(self.text), gated=False)
+        if found is not None and self.syntax is not None and self.parsed is not None:
+            self.syntax.tolerate(self.parsed.tree)
+        return found
+
+    def _first(
+        self, candidates: Iterable[bytes], smaller_than: int, *, gated: bool = True
+    ) -> int | None:
+        precheck = syntax_gate(self.syntax, self.text) if self.syntax and gated else None
         found = self.engine.first_success(
             candidates,
             smaller_than=smaller_than,

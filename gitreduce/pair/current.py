@@ -269,6 +269,11 @@ class SideCurrent(Current, ABC):
         its own; the pair session puts lost final newlines back on both at the end."""
         return False
 
+    def try_ungated(self, candidates: Iterable[bytes]) -> int | None:
+        """Refused: a pair's candidates are judged as pairs, whose gate this would bypass
+        for one side only."""
+        return None
+
     def _accept(self, winner: PairCandidate) -> None:
         # plain bytes: a rendered text keeps its base, and that base its own, back to the start
         alignment = Alignment.of(bytes(winner.seed), bytes(winner.variant), self.grammar)

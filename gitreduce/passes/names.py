@@ -48,7 +48,7 @@ def enclosing_unit(leaf: tree_sitter.Node) -> tuple[tree_sitter.Node, bool] | No
     return None
 
 
-def _deletion_spans(units: list[tuple[tree_sitter.Node, bool]]) -> list[tuple[int, int]]:
+def unit_deletion_spans(units: list[tuple[tree_sitter.Node, bool]]) -> list[tuple[int, int]]:
     """Spans removing all `units`; the elements of one list are removed together, so
     that two neighbours never both claim the comma between them."""
     spans: list[tuple[int, int]] = []
@@ -86,7 +86,7 @@ def name_candidates(current: Current) -> Iterator[bytes]:
     for name in names:
         units = [enclosing_unit(leaf) for leaf in occurrences[name]]
         if all(unit is not None for unit in units):
-            spans = _deletion_spans([unit for unit in units if unit is not None])
+            spans = unit_deletion_spans([unit for unit in units if unit is not None])
             yield render_deletions(parsed.text, outermost_spans(spans))
 
 

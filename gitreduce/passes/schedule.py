@@ -20,11 +20,21 @@ from dataclasses import dataclass
 from gitreduce.core.current import Current, Unit, delete_units
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.syntax import plain_tokens
+from gitreduce.passes.conversions import convert_structures
+from gitreduce.passes.identifiers import replace_identifiers
+from gitreduce.passes.lenient import delete_tokens_ungated, worthwhile
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
+from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results
+from gitreduce.passes.subtrees import replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
-from gitreduce.passes.windows import delete_brackets, delete_windows
+from gitreduce.passes.windows import (
+    delete_brackets,
+    delete_window_subsets,
+    delete_windows,
+    small_enough,
+)
 
 _TRAILING_SPACE = re.compile(rb"[ \t]+$", re.MULTILINE)
 _BLANK_RUNS = re.compile(rb"\n{3,}")
@@ -172,7 +182,56 @@ ROUND: tuple[Pass[Program], ...] = (
 )
 """One round of the single-program schedule, in order; rounds repeat while they shrink."""
 
+
+def _subtrees(program: Program) -> bool:
+    assert program.original is not None
+    return replace_subtrees(program.current, program.original)
+
+
+LATE: tuple[Pass[Program], ...] = (
+    Pass(
+        "identifiers",
+        lambda program: replace_identifiers(program.current),
+        "a name's uses renamed to another name of its kind in scope, its declaration deleted",
+        applies=lambda program: small_enough(program.current),
+    ),
+    Pass(
+        "conversions",
+        lambda program: convert_structures(program.current),
+        "a `for` with a condition to a `while`; an `if` or loop to its condition alone",
+        applies=_parsed,
+    ),
+    Pass(
+        "subtrees",
+        _subtrees,
+        "a node replaced by a smaller compatible node from elsewhere in the program",
+        applies=lambda program: small_enough(program.current),
+    ),
+    Pass(
+        "exhaustive",
+        lambda program: delete_window_subsets(program.current),
+        "every gapped subset of every window of 4 tokens deleted (small programs only)",
+        applies=lambda program: small_enough(program.current),
+    ),
+)
+"""Passes past 1-minimality (Vulcan): run once the rounds reach their fixpoint, where the
+program is small and each of their candidates costs little; if one of them shrinks the
+program, the rounds run again."""
+
 FINAL: tuple[Pass[Program], ...] = (
+    Pass(
+        "lenient",
+        lambda program: delete_tokens_ungated(program.current),
+        "each token's deletion without the syntax check: what the grammar rejects and "
+        "the language may take (C's implicit int)",
+        applies=lambda program: small_enough(program.current) and worthwhile(program.current),
+    ),
+    Pass(
+        "rename",
+        lambda program: rename(program.current),
+        "in-token reduction: each name to the shortest free one, string literals emptied",
+        applies=lambda program: small_enough(program.current),
+    ),
     Pass(
         "tidy",
         lambda program: program.current.try_rewrite(tidy),
@@ -188,18 +247,30 @@ FINAL: tuple[Pass[Program], ...] = (
 """Passes run once, after the rounds reached their fixpoint."""
 
 
+def _rounds(program: Program) -> None:
+    current = program.current
+    while True:
+        before = len(current.text)
+        for declared in ROUND:
+            run_pass(declared, program, current)
+        if len(current.text) >= before:
+            return
+
+
 def reduce_program(current: Current) -> None:
-    """Shrink `current` in place until a whole round finds nothing; interruptible at any point.
+    """Shrink `current` in place until neither a whole round nor the late passes find
+    anything; interruptible at any point.
 
     Each round runs every pass of `ROUND` that applies; the fixpoint is judged
     on bytes, so a round that only re-lexes (same length) ends the loop.
     """
     program = Program.of(current)
     while True:
-        before = len(current.text)
-        for declared in ROUND:
-            run_pass(declared, program, current)
-        if len(current.text) >= before:
+        _rounds(program)
+        progress = False
+        for declared in LATE:
+            progress = run_pass(declared, program, current) or progress
+        if not progress:
             break
     for declared in FINAL:
         run_pass(declared, program, current)

@@ -536,6 +536,14 @@ def test_stats_prints_the_pass_profile_and_skip_pass_switches_one_off(tmp_path):
     labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]  # no table: JSON
     assert "windows" not in labels and {"tree", "tokens", "tidy"} <= set(labels)
     assert reproduces(cwd / "variant.reduced.c")
+    assert "rename" not in labels  # off unless asked for
+    # --rename switches the rename pass on: the result's names get short
+    process = run_cli("variant.c", "--test", TEST_SH, "--rename", "--json", cwd=cwd)
+    assert process.returncode == 0, process.stderr
+    labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]
+    assert "rename" in labels and "tidy" in labels
+    assert b"count" not in (cwd / "variant.reduced.c").read_bytes()
+    assert reproduces(cwd / "variant.reduced.c")
 
 
 def test_json_pass_profile_adds_up(reduced):
