@@ -87,8 +87,9 @@ class ReduceByDefault(TyperGroup):
     default_command = REDUCE
     synopsis = (
         "FILE --test CMD [<options>]",
+        "FILE FILE... | DIR --test CMD [--keep PATH] [<options>]",
         "--seed FILE --variant FILE --test CMD [<options>]",
-        "GOOD..BAD -- PATH --test CMD [<options>]",
+        "GOOD..BAD -- PATH [PATH...] --test CMD [<options>]",
         "<command> [<args>]",
     )
 
