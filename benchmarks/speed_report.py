@@ -1,11 +1,11 @@
 """Pairwise against single-program, and --jobs 2 against --jobs 1, from four benchmark runs.
 
-    python benchmarks/speed_report.py SINGLE_J1.json SINGLE_J2.json PAIRS_J1.json \\
-        PAIRS_J2.json --out FILE
+    python benchmarks/speed_report.py SINGLE_J1.json SINGLE_J2.json PAIRS_J2.json \\
+        [--pairs-j1 PAIRS_J1.json] --out FILE
 
 reads the reports of `run.py --jobs 1`, `run.py --jobs 2`, `run.py --pairs
---algorithms ppr --jobs 1` and `--jobs 2` (same cases, C-Vise from the single
-runs), and writes FILE.md and FILE.json: per case the wall times, the pair's
+--algorithms ppr --jobs 2` and, if given, `--jobs 1` (same cases; C-Vise from
+whichever report has it), and writes FILE.md and FILE.json: per case the wall times, the pair's
 wall over the single-program wall on its variant and over C-Vise's, the
 speed-up of two jobs over one for both, the tool's overhead, and whether the
 results of one and two jobs are identical. It runs nothing.
@@ -33,7 +33,7 @@ def _by_case(report: dict[str, Any], tool: str | None) -> dict[str, dict[str, An
 
 def _cvise(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     rows = _by_case(report, "cvise")
-    rows.update({case: row for case, row in (report.get("cvise") or {}).items()})
+    rows.update({case: row for case, row in (report.get("cvise") or {}).items() if row})
     return rows
 
 
@@ -47,10 +47,10 @@ def _same(a: str | None, b: str | None) -> bool | None:
     return Path(a).read_bytes() == Path(b).read_bytes()
 
 
-def rows(single1: dict, single2: dict, pairs1: dict, pairs2: dict) -> list[dict[str, Any]]:
+def rows(single1: dict, single2: dict, pairs2: dict, pairs1: dict | None) -> list[dict[str, Any]]:
     s1, s2 = _by_case(single1, "gitreduce"), _by_case(single2, "gitreduce")
-    p1, p2 = _by_case(pairs1, None), _by_case(pairs2, None)
-    cvise = {**_cvise(single1), **_cvise(single2)}
+    p1, p2 = _by_case(pairs1, None) if pairs1 else {}, _by_case(pairs2, None)
+    cvise = {**_cvise(single1), **_cvise(single2), **_cvise(pairs2)}
     table = []
     for case in s2:
         row: dict[str, Any] = {"case": case}
@@ -76,10 +76,10 @@ def rows(single1: dict, single2: dict, pairs1: dict, pairs2: dict) -> list[dict[
             row["pair_over_single"] = _ratio(row["pair_j2_s"], row["single_j2_s"])
             row["pair_over_cvise"] = _ratio(row["pair_j2_s"], row["cvise_s"])
             row["pair_j2_over_j1"] = _ratio(row["pair_j1_s"], row["pair_j2_s"])
-            row["pair_same_j1_j2"] = all(
-                _same(p1.get(case, {}).get(k), pair.get(k))
-                for k in ("seed_result", "variant_result")
-            )
+            if case in p1:
+                row["pair_same_j1_j2"] = all(
+                    _same(p1[case].get(k), pair.get(k)) for k in ("seed_result", "variant_result")
+                )
         table.append(row)
     return table
 
@@ -128,15 +128,17 @@ def markdown(table: list[dict[str, Any]], sources: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    for name in ("single_j1", "single_j2", "pairs_j1", "pairs_j2"):
+    for name in ("single_j1", "single_j2", "pairs_j2"):
         parser.add_argument(name, type=Path)
+    parser.add_argument("--pairs-j1", type=Path, help="a pairwise run with --jobs 1")
     parser.add_argument("--out", type=Path, required=True, help="NAME of NAME.md/.json")
     args = parser.parse_args(argv)
-    paths = [args.single_j1, args.single_j2, args.pairs_j1, args.pairs_j2]
+    paths = [args.single_j1, args.single_j2, args.pairs_j2]
     reports = [json.loads(path.read_text()) for path in paths]
-    table = rows(*reports)
+    pairs1 = json.loads(args.pairs_j1.read_text()) if args.pairs_j1 else None
+    table = rows(*reports, pairs1)
     args.out.with_suffix(".json").write_text(json.dumps(table, indent=2) + "\n")
-    text = markdown(table, [str(p) for p in paths])
+    text = markdown(table, [str(p) for p in [*paths, *([args.pairs_j1] if pairs1 else [])]])
     args.out.with_suffix(".md").write_text(text)
     print(text)
     return 0
