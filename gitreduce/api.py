@@ -145,6 +145,7 @@ def reduce_files(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
+    rename: bool = False,
     executor: str = "local",
     progress: Callable[[Current], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -180,7 +181,7 @@ def reduce_files(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
-        skip_passes=_skip_passes(skip_passes),
+        skip_passes=_skip_passes(skip_passes, rename),
     )
     request = _request(branch, force, patch)
     with _executing(choice, settings.jobs, echo):

@@ -409,6 +409,7 @@ def reduce(
                     force=force,
                     patch=patch,
                     skip_passes=skip_passes,
+                    rename=rename,
                     executor=executor,
                     progress=chain(set_progress, *counted),
                     echo=echo,
