@@ -6,8 +6,9 @@ first (not smaller, already known, does not parse); what survives is judged
 in parallel, up to `jobs` at once. Later
 candidates are only speculation: the answer is always the lowest-indexed
 success, so results do not depend on `--jobs` or on which run finishes first.
-Runs still going when the answer is known are left to finish and fill the
-cache ("orphans") instead of being killed.
+Runs of candidates past the answer are abandoned (`core/tickets.py`): the
+oracle kills them and nothing is cached for them, so the next batch gets
+their slots at once. Runs of candidates before it are awaited.
 
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
@@ -32,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
 from gitreduce.core.outcome import Outcome
 
@@ -138,6 +140,16 @@ class Stats:
 
 
 Precheck = Callable[[bytes], bool]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One judgement in flight: its future, and the ticket that lets the engine give it up."""
+
+    future: Future[bool]
+    ticket: tickets.Ticket
+
+
 # What a verdict must say for the candidate asking to be accepted (interesting, or a pair's
 # seed still good): a foreign verdict that says no may reject it without a test.
 Accepts = Callable[[Outcome], bool]
@@ -300,10 +312,12 @@ class Engine:
         A cached foreign verdict is used only where `recall` would use it;
         otherwise the test runs to confirm it, and a confirmation that says
         otherwise is counted and ends the trust in foreign verdicts.
-        Called from worker threads; a text is never tested twice at once.
+        Called from worker threads; a text is never tested twice at once. A
+        judgement abandoned meanwhile starts no test: `tickets.Abandoned`.
         """
         key = blob_id(text)
         while True:
+            tickets.check()
             with self._lock:
                 cached = self.cache.get(key)
                 if cached is not None and self._decides(cached, accepts):
@@ -379,16 +393,19 @@ class Engine:
         """The pass whose batch this thread is working for."""
         return getattr(self._context, "label", ORIGINALS)
 
-    def _submit(self, judge: Judge[C], candidate: C, label: str) -> Future[bool]:
+    def _submit(self, judge: Judge[C], candidate: C, label: str) -> Job:
+        ticket = tickets.Ticket()
+
         def labelled() -> bool:
             self._context.label = label
-            return judge.full(candidate)
+            with tickets.holding(ticket):
+                return judge.full(candidate)
 
         future = self._executor.submit(labelled)
         with self._lock:
             self._jobs_in_flight.add(future)
         future.add_done_callback(self._job_done)
-        return future
+        return Job(future, ticket)
 
     def _job_done(self, future: Future[bool]) -> None:
         with self._lock:
@@ -438,7 +455,7 @@ class Engine:
     ) -> tuple[int, C] | None:
         pending = iter(enumerate(candidates))
         held: dict[int, C] = {}
-        running: dict[int, Future[bool]] = {}
+        running: dict[int, Job] = {}
         known: dict[int, bool] = {}
         next_to_resolve = 0
         earliest_success: int | None = None
@@ -447,6 +464,8 @@ class Engine:
             while next_to_resolve in known:
                 if known[next_to_resolve]:
                     self.stats.interesting += 1
+                    for job in running.values():
+                        job.ticket.abandon()  # all past the winner: nothing earlier is left
                     return next_to_resolve, held[next_to_resolve]
                 held.pop(next_to_resolve, None)
                 next_to_resolve += 1
@@ -475,11 +494,11 @@ class Engine:
                 if orphans:
                     self._wait_any(orphans)
                 continue
-            self._wait_any(list(running.values()))
-            for index in [index for index, future in running.items() if future.done()]:
-                known[index] = running.pop(index).result()
+            self._wait_any([job.future for job in running.values()])
+            for index in [index for index, job in running.items() if job.future.done()]:
+                known[index] = running.pop(index).future.result()
                 if known[index] and (earliest_success is None or index < earliest_success):
                     earliest_success = index
             if earliest_success is not None:
                 for index in [index for index in running if index > earliest_success]:
-                    del running[index]  # speculation past the winner: left to fill the cache
+                    running.pop(index).ticket.abandon()  # speculation past the winner

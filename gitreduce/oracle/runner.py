@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Protocol
 
-from gitreduce.core import fileset
+from gitreduce.core import fileset, tickets
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle.reaper import reaper
@@ -222,6 +222,9 @@ class Oracle:
             output = _read_capped(out)
         if self._closed:
             raise OracleClosed
+        ticket = tickets.current()
+        if ticket is not None and ticket.abandoned:
+            raise tickets.Abandoned  # killed or not, its verdict is not the candidate's to keep
         output = output.replace(f"{slot.workdir}{os.sep}", "").replace(str(slot.workdir), ".")
         if not finished:
             return Outcome(Verdict.TIMEOUT, None, seconds), output
@@ -240,6 +243,7 @@ class Oracle:
         """
         self._reaper.watch_group(process.pid)
         pidfd = _pidfd(process.pid)  # before anyone else could reap the pid
+        ticket = tickets.current()
         try:
             with self._cond:
                 stopped = self._closed
@@ -247,12 +251,14 @@ class Oracle:
                     self._running.add(process)
             if stopped:
                 return True  # _run_in sees the oracle closed
-            if pidfd is None:
-                process.wait(self.timeout)
-                return True
-            poller = select.poll()
-            poller.register(pidfd, select.POLLIN)
-            return bool(poller.poll(math.ceil(self.timeout * 1000)))
+            stoppable = ticket.stoppable(lambda: self._kill(process)) if ticket else None
+            with stoppable or contextlib.nullcontext():
+                if pidfd is None:
+                    process.wait(self.timeout)
+                    return True
+                poller = select.poll()
+                poller.register(pidfd, select.POLLIN)
+                return bool(poller.poll(math.ceil(self.timeout * 1000)))
         except subprocess.TimeoutExpired:
             return False
         finally:
@@ -263,6 +269,13 @@ class Oracle:
             process.wait()
             if pidfd is not None:
                 os.close(pidfd)
+
+    def _kill(self, process: subprocess.Popen[bytes]) -> None:
+        """Kill one test's process group, if it is still registered (so not yet reaped, and
+        its pid not free to name another process)."""
+        with self._cond:
+            if process in self._running:
+                _kill_group(process.pid)
 
     def _signature(self, code: int, output: str) -> str | None:
         if self._regex is not None:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from gitreduce.core import tickets
 from gitreduce.core.engine import Engine, MemoryCache, blob_id
 from gitreduce.core.errors import Interrupted
 from gitreduce.core.outcome import Outcome, Verdict
@@ -130,17 +131,43 @@ def test_at_most_jobs_runs_at_once(make_engine):
     assert engine.stats.tests_run == 10
 
 
-def test_speculative_runs_past_the_winner_finish_into_the_cache(make_engine):
+def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):
     candidates = [b"w!", b"s1", b"s2", b"s3"]
-    recorder = Recorder(lambda text: 0.0 if text == b"w!" else 0.2)
-    engine = make_engine(recorder, jobs=4)
+    abandoned: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        if text != b"w!":
+            ticket = tickets.current()
+            assert ticket is not None
+            stopped = threading.Event()
+            with ticket.stoppable(stopped.set):
+                stopped.wait(5)
+            if ticket.abandoned:
+                abandoned.append(text)
+                raise tickets.Abandoned
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=4)
+    started = time.monotonic()
     assert engine.first_success(candidates, smaller_than=100, label="test") == (0, b"w!")
-    # the orphans are not re-run when asked about: their runs are joined, then cached
-    assert engine.first_success([b"s1", b"s2", b"s3"], smaller_than=100, label="test") is None
-    assert sorted(recorder.started) == sorted(candidates)
-    assert engine.stats.tests_run == 4
+    deadline = time.monotonic() + 5
+    while len(abandoned) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert time.monotonic() - started < 4  # stopped, not waited for
+    assert sorted(abandoned) == [b"s1", b"s2", b"s3"]
+    assert engine.stats.tests_run == 1
     for text in candidates[1:]:
-        assert engine.cache.get(blob_id(text)) is not None
+        assert engine.cache.get(blob_id(text)) is None
+
+
+def test_a_judgement_abandoned_before_its_test_starts_runs_none(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=1)
+    ticket = tickets.Ticket()
+    ticket.abandon()
+    with tickets.holding(ticket), pytest.raises(tickets.Abandoned):
+        engine.outcome(b"never")
+    assert recorder.started == []
 
 
 def test_duplicates_in_a_batch_run_once(make_engine):

@@ -10,6 +10,7 @@ import pytest
 from support import script
 
 from gitreduce.core import fileset
+from gitreduce.core.engine import Engine, blob_id
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle.runner import Oracle, OracleClosed
@@ -307,3 +308,29 @@ def test_a_file_set_is_written_at_its_paths_and_the_placeholder_names_its_direct
         assert oracle.run(fileset.pack(full)).exit_code == 3
         assert oracle.run(fileset.pack(full | {"main.sh": b"exit 0"})).exit_code == 0
         assert oracle.run(fileset.pack({"main.sh": b"exit 0"})).exit_code == 4  # none left over
+
+
+def test_a_speculative_test_past_the_winner_is_killed_and_its_slot_freed(tmp_path):
+    """Two jobs: the first candidate fails the test at once, the second would sleep for
+    half a minute; the engine abandons the second, and the oracle kills its whole group."""
+    pids = tmp_path / "pids"
+    command = (
+        'case "$(cat {})" in bad) sleep 1; exit 1;; '
+        f'slow) sleep 30 & echo "$$ $!" > {pids}; wait;; esac; exit 0'
+    )
+    with Oracle(TestSpec(command, "v.c", timeout=60), jobs=2) as oracle:
+        engine = Engine(oracle.run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=2)
+        try:
+            started = time.monotonic()
+            found = engine.first_success([b"bad", b"slow"], smaller_than=100, label="t")
+            assert found == (0, b"bad")
+            shell, sleeper = (int(pid) for pid in wait_for_file(pids).split())
+            assert wait_dead(shell) and wait_dead(sleeper)
+            assert time.monotonic() - started < 20
+            assert engine.cache.get(blob_id(b"slow")) is None
+            assert engine.stats.tests_run == 1
+            # both slots are free again: two quick tests run side by side
+            assert engine.first_success([b"a", b"b"], smaller_than=100, label="t") is None
+            assert engine.stats.tests_run == 3
+        finally:
+            engine.close()
