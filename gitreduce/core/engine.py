@@ -435,9 +435,9 @@ class Engine:
         """The lowest-indexed candidate `judge` finds interesting, or None.
 
         Candidates are pulled lazily, at most `jobs` judgements in flight
-        (orphans of earlier batches included), and never past a known success.
-        Every test, cache hit and syntax rejection of the batch counts for the
-        pass `label`.
+        (abandoned runs of earlier batches included, until they end), and
+        never past a known success. Every test, cache hit and syntax rejection
+        of the batch counts for the pass `label`.
         """
         outer = self._label()
         self._context.label = label

@@ -67,7 +67,7 @@ class GitVerdictCache:
         fingerprint: str,
         *,
         description: str = "",
-        checkpoint_seconds: float = 0.05,
+        checkpoint_seconds: float = 0.5,
         checkpoint_verdicts: int = 64,
         seal_after: int = 64,
         compact_after: int = 128,
@@ -220,8 +220,11 @@ class GitVerdictCache:
         A verdict arriving after a quiet spell is saved at once; a stream of
         them is saved in batches, at most 1 / `checkpoint_seconds` a second:
         a checkpoint is five object writes and a ref update (5 ms measured
-        here), and with fast tests (gcc12: 40 verdicts a second) one per
-        verdict took a fifth of a core.
+        here, more on a loaded machine), and with fast tests (gcc12: 40
+        verdicts a second) one per verdict took a fifth of a core. Every
+        50 ms still took about a tenth of a core beside two tests, CPU the
+        tests of `--jobs 2` on two cores need; twice a second costs about one
+        percent and loses at most half a second of verdicts to a kill -9.
         """
         due = time.monotonic() + self._checkpoint_seconds
         while True:
