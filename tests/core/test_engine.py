@@ -133,7 +133,7 @@ def test_at_most_jobs_runs_at_once(make_engine):
 
 def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):
     candidates = [b"w!", b"s1", b"s2", b"s3"]
-    abandoned: list[bytes] = []
+    finished: list[bytes] = []
 
     def run(text: bytes) -> Outcome:
         if text != b"w!":
@@ -141,20 +141,20 @@ def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):
             assert ticket is not None
             stopped = threading.Event()
             with ticket.stoppable(stopped.set):
-                stopped.wait(5)
+                stopped.wait(30)
             if ticket.abandoned:
-                abandoned.append(text)
                 raise tickets.Abandoned
+        finished.append(text)
         return Recorder()(text)
 
     engine = make_engine(run, jobs=4)
     started = time.monotonic()
     assert engine.first_success(candidates, smaller_than=100, label="test") == (0, b"w!")
-    deadline = time.monotonic() + 5
-    while len(abandoned) < 3 and time.monotonic() < deadline:
+    # each abandoned judgement ends at once: stopped inside its run, or before it started one
+    while engine._busy() and time.monotonic() - started < 30:
         time.sleep(0.01)
-    assert time.monotonic() - started < 4  # stopped, not waited for
-    assert sorted(abandoned) == [b"s1", b"s2", b"s3"]
+    assert time.monotonic() - started < 10
+    assert finished == [b"w!"]
     assert engine.stats.tests_run == 1
     for text in candidates[1:]:
         assert engine.cache.get(blob_id(text)) is None
