@@ -299,7 +299,8 @@ def reduce(
         typer.Option(
             "--progress-file",
             hidden=True,
-            help="Keep the test count in this file (for git reduce triage).",
+            help="Keep the test count in this file, and take a new --jobs from FILE.jobs "
+            "(for git reduce triage).",
         ),
     ] = None,
 ) -> None:

@@ -33,8 +33,9 @@ from rich.text import Text
 
 from gitreduce.cli.html import Line, Row, align, marked_lines, marked_pair
 from gitreduce.core.current import Current
-from gitreduce.core.engine import Stats
+from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import UserError
+from gitreduce.sessions.batch import jobs_file
 from gitreduce.sessions.pair import PairSummary
 from gitreduce.sessions.single import Summary
 
@@ -426,7 +427,9 @@ def print_pass_profile(stats: Stats) -> None:
 
 class ProgressFile:
     """`--progress-file PATH`: the run's test count, rewritten twice a second, for a triage
-    that shows tests/s over all its reductions (see `sessions.batch`).
+    that shows tests/s over all its reductions (see `sessions.batch`); and the other way,
+    a new `--jobs` from `PATH.jobs` once the triage writes it there (its workers freed by
+    reductions that ended go to the ones still running).
 
     Observing starts a daemon thread on the first call; the file is replaced
     whole (written aside, renamed), so a reader never sees half of it.
@@ -434,20 +437,24 @@ class ProgressFile:
 
     def __init__(self, path: Path) -> None:
         self._path = path
+        self._jobs_path = jobs_file(path)
         self._thread: threading.Thread | None = None
 
     def __call__(self, current: Current | PairCurrent) -> None:
         if self._thread is None:
-            stats = current.engine.stats
             self._thread = threading.Thread(
-                target=self._write_every, args=(stats,), name="progress-file", daemon=True
+                target=self._write_every, args=(current.engine,), name="progress-file", daemon=True
             )
             self._thread.start()
 
-    def _write_every(self, stats: Stats) -> None:
+    def _write_every(self, engine: Engine) -> None:
         aside = self._path.with_name(self._path.name + ".tmp")
         while True:
             with contextlib.suppress(OSError):
-                aside.write_text(json.dumps({"tests_run": stats.tests_run}))
+                aside.write_text(json.dumps({"tests_run": engine.stats.tests_run}))
                 os.replace(aside, self._path)
+            with contextlib.suppress(OSError, ValueError):
+                jobs = int(self._jobs_path.read_text())
+                if jobs > engine.jobs:
+                    engine.set_jobs(jobs)
             time.sleep(PROGRESS_FILE_SECONDS)

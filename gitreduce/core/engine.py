@@ -40,6 +40,9 @@ from gitreduce.core.outcome import Outcome
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
 # to cost nothing, often enough that an interrupt feels immediate.
 _POLL_SECONDS = 0.05
+# The most tests `set_jobs` lets one engine have in flight (its pool's threads start
+# only as they are needed).
+MAX_JOBS = 256
 
 
 def blob_id(content: bytes) -> str:
@@ -225,15 +228,17 @@ class Engine:
         jobs: int,
         cache: VerdictCache | None = None,
         skipped_passes: Iterable[str] = (),
+        on_jobs: Callable[[int], None] | None = None,
     ) -> None:
         self._run_test = run_test
         self._is_interesting = is_interesting
-        self.jobs = max(1, jobs)
+        self.jobs = min(max(1, jobs), MAX_JOBS)
+        self._on_jobs = on_jobs
         self.cache: VerdictCache = cache if cache is not None else MemoryCache()
         self.stats = Stats()
         self.skipped_passes = frozenset(skipped_passes)
         self._context = threading.local()
-        self._executor = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="oracle")
+        self._executor = ThreadPoolExecutor(max_workers=MAX_JOBS, thread_name_prefix="oracle")
         self._lock = threading.Lock()
         self._jobs_in_flight: set[Future[bool]] = set()
         self._tests_in_flight: dict[str, threading.Event] = {}
@@ -245,6 +250,19 @@ class Engine:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def set_jobs(self, jobs: int) -> None:
+        """Run up to `jobs` tests at once from the next candidate on; safe from any thread.
+
+        For a triage whose other reductions ended: their workers go to the
+        ones still running. Results do not depend on `jobs`. `on_jobs` (the
+        test runner's own limit) hears of it first, so the extra tests find
+        room to run.
+        """
+        jobs = min(max(1, jobs), MAX_JOBS)
+        if self._on_jobs is not None:
+            self._on_jobs(jobs)
+        self.jobs = jobs
 
     def stop(self) -> None:
         """Make the main thread raise `Interrupted` at its next step; safe from any thread.

@@ -297,6 +297,12 @@ class ClusterRunner:
             untrack(self)
             raise
 
+    def set_jobs(self, jobs: int) -> None:
+        """Take up to `jobs` runs at once from now on."""
+        with self._cond:
+            self._jobs = max(1, jobs)
+            self._cond.notify_all()
+
     def __enter__(self) -> ClusterRunner:
         return self
 

@@ -38,9 +38,10 @@ class TestRunner(Protocol):
     """What runs the test on candidates: `Oracle`'s interface.
 
     `run` and `run_with_output` are thread-safe and take up to `jobs` calls at
-    once; `stop()` (idempotent, from any thread) makes the runs in flight and
-    every later one raise `OracleClosed`; `close()` stops and lets go of what
-    the runner holds. `timeout` is the limit every run has.
+    once (`set_jobs` changes that while it runs); `stop()` (idempotent, from
+    any thread) makes the runs in flight and every later one raise
+    `OracleClosed`; `close()` stops and lets go of what the runner holds.
+    `timeout` is the limit every run has.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -50,6 +51,8 @@ class TestRunner(Protocol):
     def run(self, content: bytes) -> Outcome: ...
 
     def run_with_output(self, content: bytes) -> tuple[Outcome, str]: ...
+
+    def set_jobs(self, jobs: int) -> None: ...
 
     def stop(self) -> None: ...
 

@@ -96,6 +96,7 @@ class Oracle:
         self._scratch = ScratchRoot(scratch_root)
         self._root = self._scratch.path
         self._reaper.watch_root(str(self._root))
+        self._slot_parts = (relative, command, environment)
         try:
             self._slots = [
                 self._make_slot(index, relative, command, environment) for index in range(jobs)
@@ -124,6 +125,17 @@ class Oracle:
             argv=("/bin/sh", "-c", _PLACEHOLDER.sub(lambda _: quoted, command)),
             env={**environment, "GITREDUCE_FILE": str(candidate)},
         )
+
+    def set_jobs(self, jobs: int) -> None:
+        """Take up to `jobs` runs at once: new slots as needed (never fewer than before)."""
+        with self._cond:
+            if self._closed:
+                return
+            while len(self._slots) < jobs:
+                slot = self._make_slot(len(self._slots), *self._slot_parts)
+                self._slots.append(slot)
+                self._free.append(slot)
+            self._cond.notify_all()
 
     def __enter__(self) -> "Oracle":
         return self

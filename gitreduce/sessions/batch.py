@@ -37,6 +37,12 @@ _POLL_SECONDS = 0.05
 _STOP_GRACE_SECONDS = 60.0
 
 
+def jobs_file(progress_file: Path) -> Path:
+    """Where a running reduction finds a new `--jobs` (see `Batch.widen`): beside the
+    progress file the triage gave it."""
+    return progress_file.with_name(progress_file.name + ".jobs")
+
+
 @dataclass
 class Child:
     """One reduction to run: its arguments to `git reduce`, where, and what it is for."""
@@ -89,6 +95,14 @@ class Batch:
             running = list(self._running)
         for child in running:
             _signal_group(child, signal.SIGINT)
+
+    def widen(self, child: Child, jobs: int) -> None:
+        """Let a running child run `jobs` tests at once (it looks twice a second)."""
+        target = jobs_file(child.progress_file)
+        aside = target.with_name(target.name + ".tmp")
+        with contextlib.suppress(OSError):
+            aside.write_text(str(jobs))
+            os.replace(aside, target)
 
     @property
     def stopped(self) -> bool:

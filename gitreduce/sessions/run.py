@@ -197,6 +197,7 @@ def calibrated_run(
                 jobs=jobs,
                 cache=cache,
                 skipped_passes=skipped_passes,
+                on_jobs=oracle.set_jobs,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
             run = CalibratedRun(

@@ -420,10 +420,12 @@ def _run(
     progress: TriageProgress | None,
 ) -> None:
     by_key = {job.result.key: job for job in jobs}
+    granted: dict[str, int] = {}  # the jobs each child was started with, or widened to
 
     def children() -> Iterator[Child]:
         for position, job in enumerate(jobs):
-            options = _run_options(_tail_jobs(state, len(jobs) - position), state.address)
+            granted[job.result.key] = _tail_jobs(state, len(jobs) - position)
+            options = _run_options(granted[job.result.key], state.address)
             yield Child(job.result.key, [*job.argv, *options], job.cwd)
 
     def on_start(child: Child) -> None:
@@ -439,6 +441,8 @@ def _run(
         if settings.queue and job.result.commit is not None and job.result.status != INTERRUPTED:
             records.dequeue(repo, job.result.commit)
         state.last = job.result
+        if len(granted) == len(jobs):  # every finding started: the freed workers are theirs
+            _widen(batch, state, granted)
         _report(state, progress)
 
     if settings.reports is not None:
@@ -458,7 +462,28 @@ def _tail_jobs(state: TriageState, left: int) -> int:
     """
     if left >= state.workers:
         return state.jobs
-    return state.jobs * -(-state.workers // left)
+    return _shared_jobs(state, left)
+
+
+def _widen(batch: Batch, state: TriageState, granted: dict[str, int]) -> None:
+    """Once no finding is left to start, give the workers of each reduction that ends to
+    the ones still running: each may then run `--jobs` times workers / running (rounded up)
+    tests at once.
+
+    `_tail_jobs` does this for the findings that start last; this is for those
+    that started earlier and end last. Results do not depend on `--jobs`.
+    """
+    if not state.running:
+        return
+    wanted = _shared_jobs(state, len(state.running))
+    for key, child in state.running.items():
+        if wanted > granted.get(key, state.jobs):
+            batch.widen(child, wanted)
+            granted[key] = wanted
+
+
+def _shared_jobs(state: TriageState, sharing: int) -> int:
+    return state.jobs * -(-state.workers // sharing)
 
 
 def _run_options(jobs: int, address: str | None) -> list[str]:

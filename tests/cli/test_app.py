@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -721,3 +722,43 @@ def test_sigterm_during_calibration_cleans_up(slow_run, jobs):
     assert run.process.returncode == 130, run.stderr
     assert scratch_dirs(run.scratch) == []
     assert run.survivors() == []
+
+
+# --- a triage widening a running reduction: `--progress-file P` and `P.jobs` ---
+
+
+def counting_test(directory: Path) -> tuple[Path, Path]:
+    """The fixture's test, noting how many of its runs were going at once at each start."""
+    runs = directory / "runs"
+    runs.mkdir()
+    seen = directory / "seen"
+    script = directory / "counting.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'mine=$(mktemp -p "{runs}")\n'
+        f'ls "{runs}" | wc -l >> "{seen}"\n'
+        "sleep 0.05\n"
+        f'"{TEST_SH}" "$1"\n'
+        "code=$?\n"
+        'rm -f "$mine"\n'
+        'exit "$code"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script, seen
+
+
+@pytest.mark.parametrize("widened", [False, True])
+def test_a_jobs_file_beside_the_progress_file_widens_the_run(tmp_path, widened):
+    cwd = workdir(tmp_path / "work")
+    script, seen = counting_test(tmp_path)
+    progress = tmp_path / "progress.json"
+    if widened:
+        (tmp_path / "progress.json.jobs").write_text("3")
+    process = run_cli(
+        "variant.c", "--test", f"{script} {{}}", "--jobs", 1, "--output", "out.c",
+        "--progress-file", progress, cwd=cwd, timeout=120,
+    )  # fmt: skip
+    assert process.returncode == 0, process.stderr
+    most = max(int(line) for line in seen.read_text().split())
+    assert (most > 1) == widened
+    assert progress.exists()

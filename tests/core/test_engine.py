@@ -425,3 +425,18 @@ def test_a_stopped_engine_answers_nothing_even_from_the_cache(make_engine):
     engine.stop()
     with pytest.raises(Interrupted):
         engine.first_success([b"x!"], smaller_than=10, label="t")
+
+
+def test_set_jobs_widens_a_running_engine_and_tells_the_runner():
+    recorder = Recorder(lambda text: 0.2)
+    told: list[int] = []
+    engine = Engine(recorder, is_bad, jobs=1, on_jobs=told.append)
+    try:
+        engine.set_jobs(3)
+        assert told == [3] and engine.jobs == 3
+        assert (
+            engine.first_success([b"%d" % i for i in range(6)], smaller_than=100, label="t") is None
+        )
+        assert recorder.max_running == 3
+    finally:
+        engine.close()

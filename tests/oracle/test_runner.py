@@ -334,3 +334,13 @@ def test_a_speculative_test_past_the_winner_is_killed_and_its_slot_freed(tmp_pat
             assert engine.stats.tests_run == 3
         finally:
             engine.close()
+
+
+def test_set_jobs_gives_the_oracle_more_slots(tmp_path):
+    with Oracle(TestSpec("sleep 0.5; exit 0", "v.c", timeout=10), jobs=1) as oracle:
+        oracle.set_jobs(3)
+        started = time.monotonic()
+        with ThreadPoolExecutor(3) as pool:
+            outcomes = list(pool.map(oracle.run, [b"a", b"b", b"c"]))
+        assert [outcome.verdict for outcome in outcomes] == [Verdict.GOOD] * 3
+        assert time.monotonic() - started < 1.4  # side by side, not one after another

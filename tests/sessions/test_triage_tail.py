@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hook_support import run_git
+from triage_support import findings_repo, triage
+
 from gitreduce.sessions.triage import _tail_jobs
 from gitreduce.sessions.triage_state import TriageState
 
@@ -24,3 +27,34 @@ def test_the_last_one_alone_may_use_every_worker():
 
 def test_one_worker_changes_nothing():
     assert jobs_by_position(5, workers=1, jobs=3) == [3] * 5
+
+
+def test_the_workers_of_an_ended_reduction_go_to_the_one_still_running(tmp_path):
+    """Two findings on two workers, one job each at first; the second, started last, gets
+    both workers' jobs and ends first; the first is then widened to two jobs as it runs."""
+    repo, env, _ = findings_repo(tmp_path, ["div", "shift"])
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    seen = tmp_path / "seen"
+    counting = tmp_path / "counting.sh"
+    counting.write_text(
+        "#!/bin/sh\n"
+        'name=$(basename "$1")\n'
+        f'mine=$(mktemp -p "{runs}" "$name.XXXXXX")\n'
+        f'echo "$name $(ls "{runs}" | grep -c "^$name\\.")" >> "{seen}"\n'
+        "sleep 0.1\n"
+        f'"{tmp_path / "gcc-test.sh"}" "$1"\n'
+        "code=$?\n"
+        'rm -f "$mine"\n'
+        'exit "$code"\n'
+    )
+    counting.chmod(0o755)
+    run_git(repo, env, "config", "gitreduce.test.gcc.command", f"{counting} {{}}")
+    process = triage(repo, env, "--workers", "2", "--jobs", "1", "--commit-order")
+    assert process.returncode == 0, process.stderr
+    most: dict[str, int] = {}
+    for line in seen.read_text().splitlines():
+        name, count = line.split()
+        most[name] = max(most.get(name, 0), int(count))
+    assert most["f1.c"] == 2  # started with one job, widened once f2.c was done
+    assert most["f2.c"] == 2  # the last to start: both workers' jobs from the start
