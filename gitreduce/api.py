@@ -58,6 +58,7 @@ from gitreduce.sessions.revisions import RevisionSettings
 from gitreduce.sessions.revisions import reduce_revisions as reduce_revision_range
 from gitreduce.sessions.run import read_input
 from gitreduce.sessions.setpair import (
+    SET_ROUND,
     SetPairSettings,
     SetPairStatus,
     SetPairSummary,
@@ -545,15 +546,34 @@ def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
             "pairwise (PPR, each round)",
             [(declared.name, declared.summary) for declared in ppr.ROUND],
         ),
+        (
+            "pairs of file sets (each round; file-ppr runs PPR on a file, file-one-side the "
+            "single-program passes, file-commonality PPR's commonality passes)",
+            [(declared.name, declared.summary) for declared in SET_ROUND],
+        ),
     ]
 
 
 def known_passes() -> list[str]:
-    """Every name `skip_passes` accepts: each pass of both schedules, then the
-    single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...)."""
+    """Every name `skip_passes` accepts: each pass of the three schedules, then the
+    single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...),
+    then the passes the file-set pair's passes nest (`file-ppr/min-tdiff`, ...)."""
     names = [name for _, passes in pass_schedules() for name, _ in passes]
     single = [declared.name for declared in (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)]
-    return names + [f"{NESTING_PASS}/{name}" for name in single]
+    pairwise = [declared.name for declared in ppr.ROUND]
+    under_ppr = [*pairwise, *(f"{NESTING_PASS}/{name}" for name in single)]
+    nested = {
+        "file-ppr": under_ppr,
+        "file-one-side": single,
+        "file-commonality": [
+            name for name in under_ppr if name.startswith(("coarse-", NESTING_PASS))
+        ],
+    }
+    return (
+        names
+        + [f"{NESTING_PASS}/{name}" for name in single]
+        + [f"{outer}/{name}" for outer, inner in nested.items() for name in inner]
+    )
 
 
 def _skip_passes(names: Iterable[str], rename: bool) -> tuple[str, ...]:

@@ -60,6 +60,7 @@ from gitreduce.cli.progress import (
     ProgressPrinter,
     print_pair_summary,
     print_pass_profile,
+    print_set_pair_summary,
     print_summary,
     write_pair,
 )
@@ -319,11 +320,66 @@ def reduce(
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
         revisions = _revisions(targets or [])
-        set_range = None  # GOOD..BAD over several paths or a directory: a set at BAD
+        set_range = None  # GOOD..BAD over several paths or a directory: a pair of sets
         if revisions is not None and (
             len(revisions[1]) > 1 or revisions[1][0].endswith("/") or Path(revisions[1][0]).is_dir()
         ):
             set_range, targets, revisions = revisions[0], revisions[1], None
+        directories = [path for path in (seed, variant) if path is not None and path.is_dir()]
+        if set_range is not None or directories:
+            if targets and set_range is None:
+                raise UserError("give either FILE or --seed/--variant, not both")
+            if directories and len(directories) < 2:
+                raise UserError(
+                    f"{directories[0]} is a directory: give both --seed and --variant as "
+                    "directories to reduce a pair of file sets"
+                )
+            if html is not None:
+                raise UserError("--html is for one file or a pair of files, not file sets")
+            if language is not None:
+                raise UserError("--language is for one file; a set's files go by their names")
+            if algorithm != "ppr":
+                raise UserError("a pair of file sets is reduced with --algorithm ppr only")
+            set_pair_progress = PairProgressPrinter(console)
+            set_options = dict(  # what both forms take alike
+                keep=keep or [],
+                interesting=polarity == "interesting",
+                jobs=jobs,
+                timeout=timeout,
+                signature=signature,
+                any_failure=any_failure,
+                repeat=repeat,
+                output=output,
+                branch=branch,
+                force=force,
+                patch=patch,
+                skip_passes=skip_passes,
+                rename=rename,
+                executor=executor,
+                progress=chain(set_pair_progress, *counted),
+                echo=echo,
+            )
+            try:
+                if set_range is not None:
+                    set_pair = api.reduce_set_revisions(
+                        set_range, targets or [], command, **set_options
+                    )
+                else:
+                    assert seed is not None and variant is not None
+                    set_pair = api.reduce_set_pair(seed, variant, command, **set_options)
+            finally:
+                set_pair_progress.stop()
+            print_set_pair_summary(console, set_pair, patch)
+            if stats and not as_json:
+                print_pass_profile(set_pair.stats)
+            if as_json:
+                set_pair_record = set_pair.as_dict() | {
+                    "patch": str(patch) if patch is not None else None
+                }
+                sys.stdout.write(json.dumps(set_pair_record, indent=2) + "\n")
+            if set_pair.interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED)
+            return
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
@@ -386,7 +442,7 @@ def reduce(
                 "give a FILE (or several, or a DIR) to reduce, --seed FILE --variant FILE, "
                 "or GOOD..BAD -- PATH"
             )
-        if set_range is not None or len(targets) > 1 or Path(targets[0]).is_dir():
+        if len(targets) > 1 or Path(targets[0]).is_dir():
             if html is not None:
                 raise UserError("--html is for one file or a pair, not a file set")
             if language is not None:
@@ -396,7 +452,6 @@ def reduce(
                 set_summary = api.reduce_files(
                     targets,
                     command,
-                    revisions=set_range,
                     keep=keep or [],
                     interesting=polarity == "interesting",
                     jobs=jobs,

@@ -704,7 +704,7 @@ def _reduce(
         _reduce_sets(pair)
         pair.label = "comments"
         pair.without_comments()
-        pair.label = "newline"
+        pair.label = "final-newline"
         pair.with_final_newlines(seed.files, variant.files)
         settled = settle(
             run,
