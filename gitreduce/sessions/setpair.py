@@ -34,6 +34,7 @@ two sets as DIR/seed and DIR/variant.
 from __future__ import annotations
 
 import os
+import posixpath
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -620,6 +621,21 @@ def _pinned_either(
     return frozenset(pinned)
 
 
+def _check_kinds(paths: set[str]) -> None:
+    """A path that is a file in one set and a directory in the other cannot be reduced
+    pairwise: a candidate taking one set's version of a file and the other's of the
+    directory could not be written out."""
+    for path in sorted(paths):
+        parent = posixpath.dirname(path)
+        while parent:
+            if parent in paths:
+                raise UserError(
+                    f"{parent} is a file in one set and a directory in the other "
+                    f"(it holds {path}); give sets whose paths agree"
+                )
+            parent = posixpath.dirname(parent)
+
+
 def _check_output(output: Path | None) -> None:
     """`--output DIR` takes the sets as DIR/seed and DIR/variant: each must be new or empty,
     so no file of an earlier result is left among them."""
@@ -647,6 +663,7 @@ def _reduce(
 ) -> SetPairSummary:
     if seed.files == variant.files:
         raise UserError("the seed and the variant sets are identical; there is no difference")
+    _check_kinds(seed.files.keys() | variant.files.keys())
     _check_output(target.output)
     warnings = list(variant.warnings)
     warnings.extend(warning for warning in seed.warnings if warning not in warnings)

@@ -157,6 +157,14 @@ def test_bad_directories_are_one_line_errors(tmp_path: Path, make: object, messa
         reduce_set_pair(seeds, variants, settings())
 
 
+def test_a_path_that_is_a_file_in_one_set_and_a_directory_in_the_other(tmp_path: Path) -> None:
+    seed, variant = directories(tmp_path)
+    (seed / "conf").write_text("x = 1\n")
+    write(variant, {"conf/inner.py": "x = 2\n"})
+    with pytest.raises(UserError, match="conf is a file in one set and a directory in the other"):
+        reduce_set_pair([seed], [variant], settings())
+
+
 def test_a_seed_that_fails_or_a_variant_that_passes_is_refused(tmp_path: Path) -> None:
     seed, variant = directories(tmp_path)
     with pytest.raises(UserError, match=r"^seed: "):
@@ -273,6 +281,16 @@ def test_bad_paths_between_commits_are_one_line_errors(tmp_path: Path) -> None:
             reduce_revision_set_pair("HEAD~2..HEAD", paths, settings(), directory=work)
     with pytest.raises(UserError, match="nothing to reduce"):
         reduce_revision_set_pair("HEAD~1..HEAD", ["app"], settings(), directory=work)
+
+
+def test_a_file_inside_the_directory_that_became_a_directory(tmp_path: Path) -> None:
+    work, _, _ = history(tmp_path)
+    (work / "app" / "data.py").unlink()
+    write(work / "app", {"data.py/__init__.py": "TABLE = []\n"})
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "data.py is a package now")
+    with pytest.raises(UserError, match=r"data\.py is a file in one set and a directory"):
+        reduce_revision_set_pair("HEAD~3..HEAD", ["app/"], settings(), directory=work)
 
 
 def test_a_submodule_inside_the_directory_is_left_out_with_a_warning(tmp_path: Path) -> None:
