@@ -90,6 +90,7 @@ class ReduceByDefault(TyperGroup):
         "FILE --test CMD [<options>]",
         "FILE FILE... | DIR --test CMD [--keep PATH] [<options>]",
         "--seed FILE --variant FILE --test CMD [<options>]",
+        "--seed DIR --variant DIR --test CMD [--keep PATH] [<options>]",
         "GOOD..BAD -- PATH [PATH...] --test CMD [<options>]",
         "<command> [<args>]",
     )
@@ -179,7 +180,8 @@ def _list_passes(value: bool) -> None:
         "`{}` in the command and $GITREDUCE_FILE, and sits under its own name in the "
         "test's working directory. Several FILEs or a DIR are reduced as one set: the test "
         "runs in a directory holding the candidate set at its relative paths, and `{}` "
-        "names that directory.\n\n"
+        "names that directory. --seed DIR --variant DIR, or GOOD..BAD -- PATH PATH... "
+        "(or -- DIR/), reduce a passing and a failing set together (PPR over file sets).\n\n"
         "Exit codes: 0 done, 2 bad input or unusable test, 129 usage (-h, or no arguments), "
         "130 interrupted (best result so far written), 1 internal error."
     ),
@@ -195,12 +197,18 @@ def reduce(
     ] = None,
     seed: Annotated[
         Path | None,
-        typer.Option("--seed", metavar="FILE", help="The passing program (pairwise mode)."),
+        typer.Option(
+            "--seed",
+            metavar="FILE|DIR",
+            help="The passing program (pairwise mode); a DIR for a pair of file sets.",
+        ),
     ] = None,
     variant: Annotated[
         Path | None,
         typer.Option(
-            "--variant", metavar="FILE", help="The failing program derived from the seed."
+            "--variant",
+            metavar="FILE|DIR",
+            help="The failing program derived from the seed; a DIR when --seed is one.",
         ),
     ] = None,
     algorithm: Annotated[
@@ -237,7 +245,8 @@ def reduce(
             "-o",
             metavar="PATH",
             help="Where to write the result (default: NAME.reduced.EXT); for a pair or a "
-            "file set, a directory (created if need be).",
+            "file set, a directory (created if need be); a pair of sets goes to its seed/ "
+            "and variant/.",
         ),
     ] = None,
     html: Annotated[
@@ -249,7 +258,8 @@ def reduce(
         typer.Option(
             "--keep",
             metavar="PATH",
-            help="A file of the set that must stay (a build script the test runs); repeatable.",
+            help="A file of the set (of either set of a pair) that must stay (a build script "
+            "the test runs); repeatable.",
             show_default=False,
         ),
     ] = None,
