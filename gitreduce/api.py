@@ -268,6 +268,7 @@ def reduce_set_revisions(
     paths: str | Path | Iterable[str | Path],
     test: str,
     *,
+    bisect: bool = True,
     repository: str | Path | None = None,
     keep: Iterable[str | Path] = (),
     interesting: bool = False,
@@ -289,9 +290,11 @@ def reduce_set_revisions(
     """Reduce the change to the files under `paths` between the commits of `revisions`
     ("GOOD..BAD") pairwise: the set at GOOD is the seed, the set at BAD the variant, both
     read from the object store (nothing is checked out), reduced as `reduce_set_pair`
-    does. Not bisected yet: when several commits change the set, a warning says the seed
-    is the set at GOOD. `repository`: a directory in the work tree that `paths` are
-    relative to (default: the current directory).
+    does. When several commits between them change the set, they are bisected first
+    (unless `bisect=False`) and the set at the first bad commit's parent is reduced
+    against the set at that commit, as `reduce_revisions` does for one path;
+    `SetPairSummary.first_bad_commit` names it. `repository`: a directory in the work
+    tree that `paths` are relative to (default: the current directory).
     """
     choice = parse_executor(executor)
     settings = _set_pair_settings(
@@ -316,6 +319,7 @@ def reduce_set_revisions(
             progress,
             _request(branch, force, patch),
             echo,
+            bisect=bisect,
         )
 
 

@@ -372,7 +372,7 @@ def reduce(
             try:
                 if set_range is not None:
                     set_pair = api.reduce_set_revisions(
-                        set_range, targets or [], command, **set_options
+                        set_range, targets or [], command, bisect=not no_bisect, **set_options
                     )
                 else:
                     assert seed is not None and variant is not None

@@ -37,9 +37,11 @@ import os
 import posixpath
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Literal
+
+import pygit2
 
 from gitreduce.core import fileset
 from gitreduce.core.current import Current
@@ -48,7 +50,8 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.core.pass_runner import Pass, run_pass
-from gitreduce.git.revisions import commits_changing_any, to_repo_path
+from gitreduce.git.bisect import BisectAborted, PathBisect, first_bad
+from gitreduce.git.revisions import commits_changing_any, read_set_at, to_repo_path
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.grammars import Grammar
@@ -62,6 +65,7 @@ from gitreduce.pair.tokens import tokenize
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.fileset import (
     FileSet,
+    RevisionSets,
     SetTarget,
     as_set,
     member_syntaxes,
@@ -72,7 +76,7 @@ from gitreduce.sessions.fileset import (
 )
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.pair import PairSummary, seed_verdict, strip_comments
-from gitreduce.sessions.run import Echo, calibrated_run, waiting_notice
+from gitreduce.sessions.run import Calibrate, Echo, calibrated_run, waiting_notice
 from gitreduce.sessions.verify import backed_off, settle
 
 Files = dict[str, bytes]
@@ -567,42 +571,123 @@ def reduce_revision_set_pair(
     progress: SetPairProgress | None = None,
     result: ResultRequest | None = None,
     echo: Echo | None = None,
+    *,
+    bisect: bool = True,
 ) -> SetPairSummary:
     """`GOOD..BAD -- PATH...` (or `-- DIR/`): the set under the paths at GOOD is the seed,
     at BAD the variant, both read from the object store (nothing is checked out).
 
-    Not bisected: when several commits between GOOD and BAD change the set, the seed
-    is the set at GOOD, which a warning says.
+    As for one path (`sessions/revisions.py`): when several commits between
+    GOOD and BAD change the set, they are bisected first (`bisect`) and the
+    first bad commit's parent's set is reduced against the first bad commit's;
+    the bisection's verdicts land in the reduction's cache.
     """
     started = time.monotonic()
     sets = read_revision_sets(revisions, paths, directory)
-    variant = as_set(sets.directory, sets.variant, sets.skipped)
+    name = PurePosixPath(sets.root).name or PurePosixPath(sets.paths[0]).name
+    seed_files, variant_files = sets.seed, sets.variant
+    sources = (str(sets.good_commit.id), str(sets.bad_commit.id))
+    changing = commits_changing_any(sets.repo, sets.good_commit, sets.bad_commit, sets.paths)
+    found: PathBisect | None = None
+    if bisect and len(changing) > 1:
+        found, test = _bisect_sets(sets, changing, settings, name, echo)
+        settings = replace(settings, test=test)
+    if found is not None:
+        if echo is not None:
+            for line in found.report():
+                echo(line)
+        sources = (str(found.seed_commit.id), str(found.variant_commit.id))
+        seed_files = _set_at(sets, found.seed_commit)
+        variant_files = _set_at(sets, found.variant_commit)
+    variant = as_set(sets.directory, variant_files, sets.skipped)
     seed = (
-        as_set(sets.directory, sets.seed, [])
-        if sets.seed
+        as_set(sets.directory, seed_files, [])
+        if seed_files
         else FileSet(variant.root, {}, frozenset(), [])
     )
-    changing = commits_changing_any(sets.repo, sets.good_commit, sets.bad_commit, sets.paths)
-    if len(changing) > 1:
-        variant.warnings.append(
-            f"{len(changing)} commits between {sets.good} and {sets.bad} change the set, and "
-            f"a set is not bisected yet: the seed is the set at {sets.good}"
-        )
     repo = sets.repo
     keep = [PurePosixPath(to_repo_path(repo, str(path), directory)) for path in settings.keep]
     pinned = _pinned_either(seed, variant, keep, PurePosixPath(sets.root))
+    where = " ".join(paths)
     target = SetTarget(
         store=Store(repo, users=True),
-        name=PurePosixPath(sets.root).name or PurePosixPath(sets.paths[0]).name,
+        name=name,
         repo_path=sets.root,
         output=settings.output,
-        input=f"{sets.bad} -- {' '.join(paths)}",
-        sources=(str(sets.good_commit.id), str(sets.bad_commit.id)),
+        input=f"{sources[1] if found is not None else sets.bad} -- {where}",
+        sources=sources,
     )
-    seed_input = f"{sets.good} -- {' '.join(paths)}"
-    return _reduce(
+    seed_input = f"{sources[0] if found is not None else sets.good} -- {where}"
+    summary = _reduce(
         seed, variant, pinned, settings, target, seed_input, started, progress, result, echo
     )
+    first_bad = found.first_bad_commit if found is not None else None
+    summary.first_bad_commit = str(first_bad.id) if first_bad is not None else None
+    return summary
+
+
+def _set_at(sets: RevisionSets, commit: pygit2.Commit) -> Files:
+    """The set under `sets.paths` at `commit`, relative to `sets.root`."""
+    files, _ = read_set_at(sets.repo, str(commit.id), sets.paths)
+    return {posixpath.relpath(path, sets.root or "."): text for path, text in files.items()}
+
+
+def _bisect_sets(
+    sets: RevisionSets,
+    changing: list[pygit2.Commit],
+    settings: SetPairSettings,
+    name: str,
+    echo: Echo | None,
+) -> tuple[PathBisect | None, str]:
+    """The first commit whose set fails the original way (None if interrupted), found as
+    `git bisect run` would over GOOD and the commits that change the set, and the test
+    command as it ran (see `calibrated_run`). A commit whose set is empty is skipped."""
+    seed_expected = seed_verdict(settings.polarity)
+    originals = (fileset.pack(sets.seed), fileset.pack(sets.variant))
+    commits = (sets.good_commit, *changing)
+    warnings: list[str] = []
+    found: PathBisect | None = None
+    with calibrated_run(
+        Store(sets.repo, users=True),
+        _spec(settings, name),
+        warnings,
+        settings.jobs,
+        _calibrator(settings, originals, echo),
+    ) as run:
+
+        def classify(commit: pygit2.Commit) -> Verdict:
+            files = _set_at(sets, commit)
+            if not files:
+                return Verdict.SKIP
+            outcome = run.engine.test(fileset.pack(files), label="bisect")
+            if outcome.verdict is seed_expected:
+                return Verdict.GOOD
+            if run.is_interesting(outcome):
+                return Verdict.BAD
+            if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
+                return Verdict.SKIP  # a different failure: like 125
+            return outcome.verdict
+
+        def tell(index: int, verdict: Verdict) -> None:
+            if echo is not None:
+                commit = commits[index]
+                subject = commit.message.partition("\n")[0]
+                echo(f"{str(commit.id)[:12]} {verdict.value:<7} {subject}")
+
+        try:
+            result = first_bad(commits, classify, tell)
+        except BisectAborted as stop:
+            raise UserError(
+                f"bisect stopped: the test itself broke ({stop.verdict.value}) at "
+                f"{commits[stop.index].id}"
+            ) from None
+        found = PathBisect(", ".join(sets.paths), commits, result)
+    if run.interrupted:  # even a search that ended: it may have had no reference to go by
+        found = None
+    if echo is not None:
+        for warning in warnings:
+            echo(f"warning: {warning}")
+    return found, run.spec.command
 
 
 def _pinned_either(
@@ -649,6 +734,43 @@ def _check_output(output: Path | None) -> None:
             raise UserError(f"--output {output}: {where} exists and is not an empty directory")
 
 
+def _spec(settings: SetPairSettings, name: str) -> TestSpec:
+    """The test of a pair of sets: the spec of file sets, so its verdicts never meet a
+    file's; the bisection and the reduction share it, and so their cache."""
+    return TestSpec(
+        command=settings.test,
+        relative_path=name,
+        polarity=settings.polarity,
+        timeout=settings.timeout,
+        signature_regex=settings.signature,
+        any_failure=settings.any_failure,
+        repeat=settings.repeat,
+        file_set=True,
+    )
+
+
+def _calibrator(
+    settings: SetPairSettings, originals: tuple[bytes, bytes], echo: Echo | None
+) -> Calibrate:
+    """Both original sets classified (or recalled): the seed good, the variant bad, whose
+    outcome is the reference; `echo` hears which one the run waits for."""
+    seed_expected = seed_verdict(settings.polarity)
+
+    def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
+        try:
+            with waiting_notice(echo, "the original seed set", spec):
+                calibrate_cached(spec, originals[0], seed_expected, settings.jobs, cache)
+        except UserError as error:
+            raise type(error)(f"seed: {error}", error.exit_code) from None
+        try:
+            with waiting_notice(echo, "the original variant set", spec):
+                return calibrate_cached(spec, originals[1], Verdict.BAD, settings.jobs, cache)
+        except UserError as error:
+            raise type(error)(f"variant: {error}", error.exit_code) from None
+
+    return calibrate
+
+
 def _reduce(
     seed: FileSet,
     variant: FileSet,
@@ -672,34 +794,13 @@ def _reduce(
     if unparsed:
         warnings.append(f"no grammar for {', '.join(unparsed)}; reducing those by lines and tokens")
     sizes = _Sizes({path: syntax.grammar for path, syntax in syntaxes.items()})
-    spec = TestSpec(
-        command=settings.test,
-        relative_path=target.name,
-        polarity=settings.polarity,
-        timeout=settings.timeout,
-        signature_regex=settings.signature,
-        any_failure=settings.any_failure,
-        repeat=settings.repeat,
-        file_set=True,
-    )
+    spec = _spec(settings, target.name)
     seed_expected = seed_verdict(settings.polarity)
-    originals = (fileset.pack(seed.files), fileset.pack(variant.files))
 
     def seed_ok(outcome: Outcome) -> bool:
         return outcome.verdict is seed_expected
 
-    def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
-        try:
-            with waiting_notice(echo, "the original seed set", spec):
-                calibrate_cached(spec, originals[0], seed_expected, settings.jobs, cache)
-        except UserError as error:
-            raise type(error)(f"seed: {error}", error.exit_code) from None
-        try:
-            with waiting_notice(echo, "the original variant set", spec):
-                return calibrate_cached(spec, originals[1], Verdict.BAD, settings.jobs, cache)
-        except UserError as error:
-            raise type(error)(f"variant: {error}", error.exit_code) from None
-
+    calibrate = _calibrator(settings, (fileset.pack(seed.files), fileset.pack(variant.files)), echo)
     verified: list[tuple[bytes, bytes]] = []
     with calibrated_run(
         target.store, spec, warnings, settings.jobs, calibrate, settings.skip_passes

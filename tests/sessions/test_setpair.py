@@ -241,17 +241,36 @@ def test_a_change_to_a_directory_between_commits_is_reduced_pairwise(tmp_path: P
     assert (applied / "app" / "util.py").read_bytes() == summary.variant_files["util.py"]
 
 
-def test_several_paths_between_commits_and_a_warning_when_several_commits_change_them(
-    tmp_path: Path,
-) -> None:
-    work, _, _ = history(tmp_path)
-    (work / "app" / "data.py").write_text("TABLE = [1, 2, 3, 4]\n")
+def test_commits_that_change_the_set_are_bisected_first(tmp_path: Path) -> None:
+    """GOOD, a good change to the set, the bug (with two changes beside it), a later
+    change: the pair reduced is the bug's parent's set against the bug's."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    write(work / "app", SEED)
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "good")
+    write(work / "app", {"README": "A small project, still good.\n"})
+    git(work, "commit", "-q", "-am", "still good")
+    write(work / "app", VARIANT | {"README": "A small project, still good.\n"})
+    git(work, "add", ".")
+    git(work, "commit", "-q", "-m", "the bug")
+    bug = git(work, "rev-parse", "HEAD").stdout.strip()
+    write(work / "app", {"data.py": "TABLE = [1, 2, 3, 4]\n"})
     git(work, "commit", "-q", "-am", "later")
+    heard: list[str] = []
+    paths = ["app/main.py", "app/util.py", "app/data.py", "app/README", "app/extra.py"]
     summary = reduce_revision_set_pair(
-        "HEAD~3..HEAD", ["app/main.py", "app/util.py", "app/data.py"], settings(), directory=work
+        "HEAD~3..HEAD", paths, settings(), directory=work, echo=heard.append
     )
+    assert summary.first_bad_commit == bug
+    assert f"{bug} is the first bad commit" in heard
     assert summary.changed_files == ["util.py"]
-    assert any("2 commits" in warning and "not bisected" in warning for warning in summary.warnings)
+    assert summary.stats.by_pass.get("bisect") is None  # the bisect's tests are its own
+    unbisected = reduce_revision_set_pair(
+        "HEAD~3..HEAD", paths, settings(), directory=work, bisect=False
+    )
+    assert unbisected.first_bad_commit is None and unbisected.changed_files == ["util.py"]
 
 
 def test_bad_paths_between_commits_are_one_line_errors(tmp_path: Path) -> None:
@@ -289,8 +308,9 @@ def test_a_file_inside_the_directory_that_became_a_directory(tmp_path: Path) -> 
     write(work / "app", {"data.py/__init__.py": "TABLE = []\n"})
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "data.py is a package now")
-    with pytest.raises(UserError, match=r"data\.py is a file in one set and a directory"):
-        reduce_revision_set_pair("HEAD~3..HEAD", ["app/"], settings(), directory=work)
+    for revisions in ("HEAD~1..HEAD", "HEAD~3..HEAD"):
+        with pytest.raises(UserError, match=r"data\.py is a file in one set and a directory"):
+            reduce_revision_set_pair(revisions, ["app/"], settings(), directory=work, bisect=False)
 
 
 def test_a_submodule_inside_the_directory_is_left_out_with_a_warning(tmp_path: Path) -> None:
