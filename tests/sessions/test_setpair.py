@@ -4,8 +4,13 @@ applies; bad inputs as one-line errors."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pygit2
@@ -374,3 +379,46 @@ def test_an_lto_type_mismatch_introduced_among_other_changes(tmp_path: Path) -> 
     assert b"int" in summary.variant_files["main.c"]
     assert {"main.c", "log.c", "Makefile"} <= set(summary.variant_files)
     assert not {"util.c", "extra.c"} & set(summary.variant_files)
+
+
+# -- interrupted ----------------------------------------------------------------------------
+
+
+def test_ctrl_c_writes_the_best_pair_so_far(tmp_path: Path) -> None:
+    """SIGINT to the installed program's group mid-run: exit 130, no traceback, both sets
+    written as the best pair so far, which still holds the bug on the variant's side."""
+    seed, variant = directories(tmp_path)
+    out = tmp_path / "out"
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    process = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "git-reduce"),
+            "--seed",
+            str(seed),
+            "--variant",
+            str(variant),
+            "--test",
+            f"sleep 0.3; {TEST}",
+            "--output",
+            str(out),
+            "--json",
+            "--jobs",
+            "2",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(6)
+    os.killpg(process.pid, signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode in (0, 130), stderr
+    assert "Traceback" not in stderr and "internal error" not in stderr
+    record = json.loads(stdout)
+    assert record["interrupted"] == (process.returncode == 130)
+    written = {path.name: path.read_bytes() for path in (out / VARIANT_DIRECTORY).iterdir()}
+    assert b"return BUG" in written["util.py"]
+    assert sorted(written) == record["variant_files"]
