@@ -81,6 +81,9 @@ from gitreduce.sessions.verify import backed_off, settle
 
 Files = dict[str, bytes]
 SEED_DIRECTORY, VARIANT_DIRECTORY = "seed", "variant"  # under --output DIR
+# Sizes remembered by content: enough for every file of a set in a few states, few enough
+# that thousands of accepted texts of a large file are not all kept alive
+REMEMBERED_SIZES = 1024
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,8 @@ class _Sizes:
     def tokens(self, path: str, text: bytes) -> int:
         key = (path, text)
         if key not in self._tokens:
+            if len(self._tokens) >= REMEMBERED_SIZES:
+                self._tokens.clear()  # texts of long-gone candidates: let them go
             self._tokens[key] = len(tokenize(text, self._grammars.get(path)))
         return self._tokens[key]
 
@@ -167,6 +172,8 @@ class _Sizes:
             return (tokens, 0, tokens) if variant is None else (0, tokens, tokens)
         key = (path, seed, variant)
         if key not in self._pairs:
+            if len(self._pairs) >= REMEMBERED_SIZES:
+                self._pairs.clear()
             if seed == variant:
                 tokens = self.tokens(path, seed)
                 self._pairs[key] = (tokens, tokens, 0)
