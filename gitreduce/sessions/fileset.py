@@ -215,7 +215,7 @@ def reduce_files(
     """Reduce a file set under the test; the result is written even when interrupted."""
     started = time.monotonic()
     read = read_set(settings.paths)
-    pinned = pinned_members(read, [path.resolve() for path in settings.keep], read.root)
+    pinned = _pinned(read, [path.resolve() for path in settings.keep], read.root)
     store = Store.near(read.root / next(iter(read.files)))  # inside the set's directory
     output = settings.output
     if output is None and not store.users:
@@ -333,7 +333,7 @@ def reduce_revision_set(
         input=f"{revisions} -- {' '.join(paths)}",
         sources=(str(good_commit.id), str(bad_commit.id)),
     )
-    pinned = pinned_members(read, keep, PurePosixPath(root))
+    pinned = _pinned(read, keep, PurePosixPath(root))
     return _reduce(read, pinned, settings, target, started, progress, result, echo)
 
 
@@ -466,7 +466,7 @@ def set_repo_path(store: Store, root: Path) -> str:
     return store.repo_path(root)
 
 
-def pinned_members(read: FileSet, keep: Sequence[PurePath], root: PurePath) -> frozenset[str]:
+def _pinned(read: FileSet, keep: Sequence[PurePath], root: PurePath) -> frozenset[str]:
     """The members `--keep` names (paths comparable with `root`), each of which must be in
     the set."""
     pinned = set()
