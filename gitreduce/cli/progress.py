@@ -245,6 +245,8 @@ def print_set_pair_summary(
         highlight=False,
     )
     print_provenance(console, summary.stats)
+    if summary.first_bad_commit is not None:
+        console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
     written = None
     if summary.output is not None:
         written = [Path(summary.output) / SEED_DIRECTORY, Path(summary.output) / VARIANT_DIRECTORY]
