@@ -187,6 +187,36 @@ def test_pairwise_run_over_file_sets(tmp_path: Path, env: dict[str, str]) -> Non
     assert labels[:3] == ["set-tdiff", "set-ldiff", "set-commonality"]
 
 
+def test_bisected_pair_of_sets_from_commits(tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "repo"
+    (repo / "app").mkdir(parents=True)
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (repo / "app" / "main.py").write_text("import util\nprint(util.answer())\n")
+    (repo / "app" / "util.py").write_text("def answer():\n    return 41\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "good")
+    (repo / "app" / "notes.py").write_text("NOTE = 1\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "still good")
+    (repo / "app" / "util.py").write_text("def answer():\n    return 42\n")
+    git("commit", "-q", "-am", "the bug")
+    bug = git("rev-parse", "HEAD")
+    (repo / "app" / "notes.py").write_text("NOTE = 2\n")
+    git("commit", "-q", "-am", "later")
+    test = "grep -q import main.py || exit 125; grep -q 42 util.py && exit 1; exit 0"
+    record = run_json(repo, env, "HEAD~3..HEAD", "--", "app/", "--test", test)
+    validator().validate(record)
+    assert record["first_bad_commit"] == bug and record["changed_files"] == ["util.py"]
+    assert git("rev-parse", record["branch"]) == record["commits"][-1]
+    assert "bisect" not in pass_labels(record)
+
+
 def test_bisected_revision_range(tmp_path: Path, env: dict[str, str]) -> None:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
