@@ -1,8 +1,9 @@
 """gitreduce: bisect and reduce failing programs, caching every verdict in git.
 
-From Python: `reduce_file`, `reduce_files`, `reduce_pair` and
-`reduce_revisions` (see `gitreduce.api`) return the `Summary`,
-`FileSetSummary` or `PairSummary` the command line reports, and raise
+From Python: `reduce_file`, `reduce_files`, `reduce_pair`,
+`reduce_revisions`, `reduce_set_pair` and `reduce_set_revisions` (see
+`gitreduce.api`) return the `Summary`, `FileSetSummary`, `PairSummary` or
+`SetPairSummary` the command line reports, and raise
 `UserError` for input the caller can fix; `count_tokens` and `diff_tokens`
 measure sizes as those summaries do.
 
@@ -24,10 +25,13 @@ if TYPE_CHECKING:
         reduce_files,
         reduce_pair,
         reduce_revisions,
+        reduce_set_pair,
+        reduce_set_revisions,
     )
     from gitreduce.core.errors import UserError
     from gitreduce.sessions.fileset import FileSetSummary
     from gitreduce.sessions.pair import PairSummary
+    from gitreduce.sessions.setpair import SetPairSummary
     from gitreduce.sessions.single import Summary
 
 __version__ = "0.1.0"
@@ -35,6 +39,7 @@ __version__ = "0.1.0"
 __all__ = [
     "FileSetSummary",
     "PairSummary",
+    "SetPairSummary",
     "Summary",
     "UserError",
     "count_tokens",
@@ -43,11 +48,14 @@ __all__ = [
     "reduce_files",
     "reduce_pair",
     "reduce_revisions",
+    "reduce_set_pair",
+    "reduce_set_revisions",
 ]
 
 _HOMES = {
     "FileSetSummary": "gitreduce.sessions.fileset",
     "PairSummary": "gitreduce.sessions.pair",
+    "SetPairSummary": "gitreduce.sessions.setpair",
     "Summary": "gitreduce.sessions.single",
     "UserError": "gitreduce.core.errors",
     "count_tokens": "gitreduce.api",
@@ -56,6 +64,8 @@ _HOMES = {
     "reduce_files": "gitreduce.api",
     "reduce_pair": "gitreduce.api",
     "reduce_revisions": "gitreduce.api",
+    "reduce_set_pair": "gitreduce.api",
+    "reduce_set_revisions": "gitreduce.api",
 }
 
 

@@ -57,6 +57,14 @@ from gitreduce.sessions.pair import (
 from gitreduce.sessions.revisions import RevisionSettings
 from gitreduce.sessions.revisions import reduce_revisions as reduce_revision_range
 from gitreduce.sessions.run import read_input
+from gitreduce.sessions.setpair import (
+    SET_ROUND,
+    SetPairSettings,
+    SetPairStatus,
+    SetPairSummary,
+    reduce_revision_set_pair,
+)
+from gitreduce.sessions.setpair import reduce_set_pair as reduce_sets
 from gitreduce.sessions.single import SingleSettings, Summary
 from gitreduce.sessions.single import reduce_file as reduce_single_file
 
@@ -166,8 +174,8 @@ def reduce_files(
 
     `revisions` ("GOOD..BAD"): the files under `paths` (relative to `repository`,
     default the current directory) are read at BAD from the object store and
-    reduced as a set; GOOD only has to differ (a first version: neither bisected
-    nor reduced pairwise yet).
+    reduced alone, as a set; GOOD only has to differ. `reduce_set_revisions`
+    reduces the change between the two sets pairwise.
     """
     choice = parse_executor(executor)
     settings = FileSetSettings(
@@ -196,6 +204,156 @@ def reduce_files(
             request,
             echo,
         )
+
+
+def reduce_set_pair(
+    seed: str | Path | Iterable[str | Path],
+    variant: str | Path | Iterable[str | Path],
+    test: str,
+    *,
+    keep: Iterable[str | Path] = (),
+    interesting: bool = False,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    signature: str | None = None,
+    any_failure: bool = False,
+    repeat: int = 1,
+    output: str | Path | None = None,
+    branch: str | None = None,
+    force: bool = False,
+    patch: str | Path | None = None,
+    skip_passes: Iterable[str] = (),
+    rename: bool = False,
+    executor: str = "local",
+    progress: Callable[[SetPairStatus], None] | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> SetPairSummary:
+    """Reduce a passing set of files (`seed`: a directory, or files) and a failing one
+    (`variant`) together, down to the change that fails (PPR over file sets).
+
+    Each set is read as `reduce_files` reads one (paths relative to its own
+    directory), tested as `reduce_files` tests one, and the seed set must stay
+    good and the variant set bad the original way. Files that differ are
+    reduced pairwise, files both hold alike in both at once (see
+    `gitreduce.sessions.setpair`). `keep`: files of either set never removed.
+    `output`: a directory that receives the reduced sets as `seed/` and
+    `variant/` (default: none inside a repository, VARIANT.reduced beside the
+    variant's directory outside one). The reduced sets are
+    `SetPairSummary.seed_files` and `.variant_files`; the result branch holds
+    two commits (seed set, then variant set) and `patch` is the second as a
+    multi-file patch. The other options are `reduce_file`'s.
+    """
+    choice = parse_executor(executor)
+    settings = _set_pair_settings(
+        test,
+        keep,
+        interesting,
+        jobs,
+        timeout,
+        signature,
+        any_failure,
+        repeat,
+        output,
+        skip_passes,
+        rename,
+    )
+    with _executing(choice, settings.jobs, echo):
+        return reduce_sets(
+            _paths(seed), _paths(variant), settings, progress, _request(branch, force, patch), echo
+        )
+
+
+def reduce_set_revisions(
+    revisions: str,
+    paths: str | Path | Iterable[str | Path],
+    test: str,
+    *,
+    bisect: bool = True,
+    repository: str | Path | None = None,
+    keep: Iterable[str | Path] = (),
+    interesting: bool = False,
+    jobs: int | None = None,
+    timeout: float | None = None,
+    signature: str | None = None,
+    any_failure: bool = False,
+    repeat: int = 1,
+    output: str | Path | None = None,
+    branch: str | None = None,
+    force: bool = False,
+    patch: str | Path | None = None,
+    skip_passes: Iterable[str] = (),
+    rename: bool = False,
+    executor: str = "local",
+    progress: Callable[[SetPairStatus], None] | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> SetPairSummary:
+    """Reduce the change to the files under `paths` between the commits of `revisions`
+    ("GOOD..BAD") pairwise: the set at GOOD is the seed, the set at BAD the variant, both
+    read from the object store (nothing is checked out), reduced as `reduce_set_pair`
+    does. When several commits between them change the set, they are bisected first
+    (unless `bisect=False`) and the set at the first bad commit's parent is reduced
+    against the set at that commit, as `reduce_revisions` does for one path;
+    `SetPairSummary.first_bad_commit` names it. `repository`: a directory in the work
+    tree that `paths` are relative to (default: the current directory).
+    """
+    choice = parse_executor(executor)
+    settings = _set_pair_settings(
+        test,
+        keep,
+        interesting,
+        jobs,
+        timeout,
+        signature,
+        any_failure,
+        repeat,
+        output,
+        skip_passes,
+        rename,
+    )
+    with _executing(choice, settings.jobs, echo):
+        return reduce_revision_set_pair(
+            revisions,
+            [str(path) for path in _paths(paths)],
+            settings,
+            Path(repository) if repository is not None else None,
+            progress,
+            _request(branch, force, patch),
+            echo,
+            bisect=bisect,
+        )
+
+
+def _paths(paths: str | Path | Iterable[str | Path]) -> tuple[Path, ...]:
+    if isinstance(paths, (str, Path)):
+        return (Path(paths),)
+    return tuple(Path(path) for path in paths)
+
+
+def _set_pair_settings(
+    test: str,
+    keep: Iterable[str | Path],
+    interesting: bool,
+    jobs: int | None,
+    timeout: float | None,
+    signature: str | None,
+    any_failure: bool,
+    repeat: int,
+    output: str | Path | None,
+    skip_passes: Iterable[str],
+    rename: bool,
+) -> SetPairSettings:
+    return SetPairSettings(
+        test=test,
+        keep=_paths(keep),
+        polarity=_polarity(interesting),
+        jobs=_jobs(jobs),
+        timeout=_timeout(timeout),
+        signature=_signature(signature, any_failure),
+        any_failure=any_failure,
+        repeat=_repeat(repeat),
+        output=Path(output) if output is not None else None,
+        skip_passes=_skip_passes(skip_passes, rename),
+    )
 
 
 def reduce_pair(
@@ -392,15 +550,34 @@ def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
             "pairwise (PPR, each round)",
             [(declared.name, declared.summary) for declared in ppr.ROUND],
         ),
+        (
+            "pairs of file sets (each round; file-ppr runs PPR on a file, file-one-side the "
+            "single-program passes, file-commonality PPR's commonality passes)",
+            [(declared.name, declared.summary) for declared in SET_ROUND],
+        ),
     ]
 
 
 def known_passes() -> list[str]:
-    """Every name `skip_passes` accepts: each pass of both schedules, then the
-    single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...)."""
+    """Every name `skip_passes` accepts: each pass of the three schedules, then the
+    single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...),
+    then the passes the file-set pair's passes nest (`file-ppr/min-tdiff`, ...)."""
     names = [name for _, passes in pass_schedules() for name, _ in passes]
     single = [declared.name for declared in (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)]
-    return names + [f"{NESTING_PASS}/{name}" for name in single]
+    pairwise = [declared.name for declared in ppr.ROUND]
+    under_ppr = [*pairwise, *(f"{NESTING_PASS}/{name}" for name in single)]
+    nested = {
+        "file-ppr": under_ppr,
+        "file-one-side": single,
+        "file-commonality": [
+            name for name in under_ppr if name.startswith(("coarse-", NESTING_PASS))
+        ],
+    }
+    return (
+        names
+        + [f"{NESTING_PASS}/{name}" for name in single]
+        + [f"{outer}/{name}" for outer, inner in nested.items() for name in inner]
+    )
 
 
 def _skip_passes(names: Iterable[str], rename: bool) -> tuple[str, ...]:

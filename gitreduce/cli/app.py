@@ -60,6 +60,7 @@ from gitreduce.cli.progress import (
     ProgressPrinter,
     print_pair_summary,
     print_pass_profile,
+    print_set_pair_summary,
     print_summary,
     write_pair,
 )
@@ -89,6 +90,7 @@ class ReduceByDefault(TyperGroup):
         "FILE --test CMD [<options>]",
         "FILE FILE... | DIR --test CMD [--keep PATH] [<options>]",
         "--seed FILE --variant FILE --test CMD [<options>]",
+        "--seed DIR --variant DIR --test CMD [--keep PATH] [<options>]",
         "GOOD..BAD -- PATH [PATH...] --test CMD [<options>]",
         "<command> [<args>]",
     )
@@ -178,7 +180,8 @@ def _list_passes(value: bool) -> None:
         "`{}` in the command and $GITREDUCE_FILE, and sits under its own name in the "
         "test's working directory. Several FILEs or a DIR are reduced as one set: the test "
         "runs in a directory holding the candidate set at its relative paths, and `{}` "
-        "names that directory.\n\n"
+        "names that directory. --seed DIR --variant DIR, or GOOD..BAD -- PATH PATH... "
+        "(or -- DIR/), reduce a passing and a failing set together (PPR over file sets).\n\n"
         "Exit codes: 0 done, 2 bad input or unusable test, 129 usage (-h, or no arguments), "
         "130 interrupted (best result so far written), 1 internal error."
     ),
@@ -194,12 +197,18 @@ def reduce(
     ] = None,
     seed: Annotated[
         Path | None,
-        typer.Option("--seed", metavar="FILE", help="The passing program (pairwise mode)."),
+        typer.Option(
+            "--seed",
+            metavar="FILE|DIR",
+            help="The passing program (pairwise mode); a DIR for a pair of file sets.",
+        ),
     ] = None,
     variant: Annotated[
         Path | None,
         typer.Option(
-            "--variant", metavar="FILE", help="The failing program derived from the seed."
+            "--variant",
+            metavar="FILE|DIR",
+            help="The failing program derived from the seed; a DIR when --seed is one.",
         ),
     ] = None,
     algorithm: Annotated[
@@ -236,7 +245,8 @@ def reduce(
             "-o",
             metavar="PATH",
             help="Where to write the result (default: NAME.reduced.EXT); for a pair or a "
-            "file set, a directory (created if need be).",
+            "file set, a directory (created if need be); a pair of sets goes to its seed/ "
+            "and variant/.",
         ),
     ] = None,
     html: Annotated[
@@ -248,7 +258,8 @@ def reduce(
         typer.Option(
             "--keep",
             metavar="PATH",
-            help="A file of the set that must stay (a build script the test runs); repeatable.",
+            help="A file of the set (of either set of a pair) that must stay (a build script "
+            "the test runs); repeatable.",
             show_default=False,
         ),
     ] = None,
@@ -320,11 +331,66 @@ def reduce(
         if (seed is None) != (variant is None):
             raise UserError("pairwise mode needs both --seed FILE and --variant FILE")
         revisions = _revisions(targets or [])
-        set_range = None  # GOOD..BAD over several paths or a directory: a set at BAD
+        set_range = None  # GOOD..BAD over several paths or a directory: a pair of sets
         if revisions is not None and (
             len(revisions[1]) > 1 or revisions[1][0].endswith("/") or Path(revisions[1][0]).is_dir()
         ):
             set_range, targets, revisions = revisions[0], revisions[1], None
+        directories = [path for path in (seed, variant) if path is not None and path.is_dir()]
+        if set_range is not None or directories:
+            if targets and set_range is None:
+                raise UserError("give either FILE or --seed/--variant, not both")
+            if directories and len(directories) < 2:
+                raise UserError(
+                    f"{directories[0]} is a directory: give both --seed and --variant as "
+                    "directories to reduce a pair of file sets"
+                )
+            if html is not None:
+                raise UserError("--html is for one file or a pair of files, not file sets")
+            if language is not None:
+                raise UserError("--language is for one file; a set's files go by their names")
+            if algorithm != "ppr":
+                raise UserError("a pair of file sets is reduced with --algorithm ppr only")
+            set_pair_progress = PairProgressPrinter(console)
+            set_options = dict(  # what both forms take alike
+                keep=keep or [],
+                interesting=polarity == "interesting",
+                jobs=jobs,
+                timeout=timeout,
+                signature=signature,
+                any_failure=any_failure,
+                repeat=repeat,
+                output=output,
+                branch=branch,
+                force=force,
+                patch=patch,
+                skip_passes=skip_passes,
+                rename=rename,
+                executor=executor,
+                progress=chain(set_pair_progress, *counted),
+                echo=echo,
+            )
+            try:
+                if set_range is not None:
+                    set_pair = api.reduce_set_revisions(
+                        set_range, targets or [], command, bisect=not no_bisect, **set_options
+                    )
+                else:
+                    assert seed is not None and variant is not None
+                    set_pair = api.reduce_set_pair(seed, variant, command, **set_options)
+            finally:
+                set_pair_progress.stop()
+            print_set_pair_summary(console, set_pair, patch)
+            if stats and not as_json:
+                print_pass_profile(set_pair.stats)
+            if as_json:
+                set_pair_record = set_pair.as_dict() | {
+                    "patch": str(patch) if patch is not None else None
+                }
+                sys.stdout.write(json.dumps(set_pair_record, indent=2) + "\n")
+            if set_pair.interrupted:
+                raise typer.Exit(EXIT_INTERRUPTED)
+            return
         if (seed is not None and variant is not None) or revisions is not None:
             if targets and revisions is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
@@ -387,7 +453,7 @@ def reduce(
                 "give a FILE (or several, or a DIR) to reduce, --seed FILE --variant FILE, "
                 "or GOOD..BAD -- PATH"
             )
-        if set_range is not None or len(targets) > 1 or Path(targets[0]).is_dir():
+        if len(targets) > 1 or Path(targets[0]).is_dir():
             if html is not None:
                 raise UserError("--html is for one file or a pair, not a file set")
             if language is not None:
@@ -397,7 +463,6 @@ def reduce(
                 set_summary = api.reduce_files(
                     targets,
                     command,
-                    revisions=set_range,
                     keep=keep or [],
                     interesting=polarity == "interesting",
                     jobs=jobs,

@@ -37,6 +37,12 @@ from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import UserError
 from gitreduce.sessions.batch import jobs_file
 from gitreduce.sessions.pair import PairSummary
+from gitreduce.sessions.setpair import (
+    SEED_DIRECTORY,
+    VARIANT_DIRECTORY,
+    SetPairStatus,
+    SetPairSummary,
+)
 from gitreduce.sessions.single import Summary
 
 PROGRESS_FILE_SECONDS = 0.5
@@ -149,11 +155,14 @@ class PairProgressPrinter(_StatusLine):
         super().__init__(console)
         self._original: tuple[int, int, int] | None = None
 
-    def __call__(self, current: PairCurrent) -> None:
+    def __call__(self, current: PairCurrent | SetPairStatus) -> None:
         if not self._due():
             return
-        state = current.state
-        sizes = (state.seed_tokens(), state.variant_tokens(), state.diff_tokens())
+        if isinstance(current, SetPairStatus):
+            sizes = current.sizes  # summed over the files of each set
+        else:
+            state = current.state
+            sizes = (state.seed_tokens(), state.variant_tokens(), state.diff_tokens())
         if self._original is None:
             self._original = sizes
         seed, variant, diff = (
@@ -208,6 +217,40 @@ def print_pair_summary(
     print_provenance(console, summary.stats)
     if summary.first_bad_commit is not None:
         console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
+    _print_destinations(console, summary.branch, summary.commits, written, patch)
+
+
+def print_set_pair_summary(
+    console: Console, summary: SetPairSummary, patch: Path | None = None
+) -> None:
+    """Each file's change (see `print_change`), then the sizes, figures and destinations."""
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/] {warning}")
+    for path in summary.changed_files:
+        print_change(
+            console,
+            summary.seed_files.get(path, b"").decode(errors="replace"),
+            summary.variant_files.get(path, b"").decode(errors="replace"),
+            path,
+        )
+    state = "interrupted; best so far" if summary.interrupted else "reduced"
+    console.print(
+        f"{state} (ppr over file sets): seed {summary.seed_before} → {summary.seed_after}, "
+        f"variant {summary.variant_before} → {summary.variant_after}, "
+        f"difference {summary.diff_before} → {summary.diff_after} tokens; "
+        f"files: seed {summary.seed_files_before} → {len(summary.seed_files)}, "
+        f"variant {summary.variant_files_before} → {len(summary.variant_files)}, "
+        f"{len(summary.changed_files)} differ; "
+        f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
+        f"{summary.wall_seconds:.1f}s{verified_note(summary.verified)}",
+        highlight=False,
+    )
+    print_provenance(console, summary.stats)
+    if summary.first_bad_commit is not None:
+        console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
+    written = None
+    if summary.output is not None:
+        written = [Path(summary.output) / SEED_DIRECTORY, Path(summary.output) / VARIANT_DIRECTORY]
     _print_destinations(console, summary.branch, summary.commits, written, patch)
 
 

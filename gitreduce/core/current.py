@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gitreduce.core import edits
 from gitreduce.core.ddmin import Subset, ddmin
-from gitreduce.core.engine import Engine, Precheck
+from gitreduce.core.engine import Accepts, Engine, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 
@@ -16,6 +16,8 @@ class Current:
 
     `place` makes the text one file of a file set: each candidate is tested as
     `place(candidate)`, the whole set with it in place (see `TextJudge`).
+    `accepts` replaces the engine's "interesting" for such a file when its set
+    is the passing seed of a pair of sets (it must stay good).
     """
 
     def __init__(
@@ -26,10 +28,12 @@ class Current:
         on_change: Callable[[Current], None] | None = None,
         *,
         place: Callable[[bytes], bytes] | None = None,
+        accepts: Accepts | None = None,
     ) -> None:
         self.engine = engine
         self.syntax = syntax
         self.place = place
+        self.accepts = accepts
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
         self._on_change = on_change
         self.text = text
@@ -69,6 +73,7 @@ class Current:
             label=self.label,
             precheck=precheck,
             place=self.place,
+            accepts=self.accepts,
         )
         if found is None:
             return None

@@ -441,10 +441,13 @@ class Engine:
         label: str,
         precheck: Precheck | None = None,
         place: Callable[[bytes], bytes] | None = None,
+        accepts: Accepts | None = None,
     ) -> tuple[int, bytes] | None:
         """The lowest-indexed interesting text and the text itself, or None (`place`: see
-        `TextJudge`)."""
-        judge = TextJudge(self, self._is_interesting, smaller_than, precheck, place)
+        `TextJudge`; `accepts`: what a verdict must say instead of interesting, for one
+        file of a pair of file sets that only the seed holds)."""
+        wanted = accepts if accepts is not None else self._is_interesting
+        judge = TextJudge(self, wanted, smaller_than, precheck, place)
         return self.first_judged(candidates, judge, label=label)
 
     def first_judged(

@@ -156,6 +156,28 @@ def commits_changing(
     return changing
 
 
+def commits_changing_any(
+    repo: pygit2.Repository, good: pygit2.Commit, bad: pygit2.Commit, paths: list[str]
+) -> list[pygit2.Commit]:
+    """The commits after GOOD up to BAD, in first-parent order, that change what is at any of
+    `paths` (oldest first); none when GOOD is not an ancestor of BAD."""
+    if good.id == bad.id or not repo.descendant_of(bad.id, good.id):
+        return []
+    walker = repo.walk(bad.id, SortMode.TOPOLOGICAL)
+    walker.simplify_first_parent()
+    walker.hide(good.id)
+    chain = list(walker)
+    chain.reverse()
+    changing: list[pygit2.Commit] = []
+    previous = [blob_id_at(good, path) for path in paths]
+    for commit in chain:
+        current = [blob_id_at(commit, path) for path in paths]
+        if current != previous:
+            changing.append(commit)
+            previous = current
+    return changing
+
+
 def kind_at(commit: pygit2.Commit, path: str) -> str | None:
     """What `path` is in `commit`: "directory", "file", "link", "submodule", or None."""
     try:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 # "the programs' size" counts is up to the reducer, so long as one run compares
 # like with like
 Measure = tuple[int, int]
+# Where a file pair is one file of two file sets: each side's text placed into its set (the
+# seed's, the variant's) gives the bytes tested and cached (see `core.fileset.placer`)
+Places = tuple[Callable[[bytes], bytes], Callable[[bytes], bytes]]
 
 
 def measure(state: PairState) -> Measure:
@@ -81,7 +84,10 @@ class PairJudge:
     """Both programs keep their property; the one likelier to refuse is tested first.
 
     `prechecks` are the syntax checks of the seed and of the variant (each
-    knows the text its side's candidates most likely came from).
+    knows the text its side's candidates most likely came from). With `places`
+    the pair is one file of a pair of file sets: what is tested and cached is
+    each side's whole set with the candidate in place, while size and syntax
+    stay the file's own.
     """
 
     def __init__(
@@ -92,8 +98,10 @@ class PairJudge:
         prechecks: tuple[Precheck, Precheck] | None,
         limit: Measure,
         refusals: Refusals | None = None,
+        places: Places | None = None,
     ) -> None:
         self._engine = engine
+        self._places = places
         self._seed_ok = seed_ok
         self._variant_ok = variant_ok
         self._seed_precheck: Precheck | None = prechecks[0] if prechecks else None
@@ -108,10 +116,11 @@ class PairJudge:
         if candidate.measure >= self._limit:
             engine.stats.not_smaller += 1
             return False
-        variant = engine.recall(candidate.variant, self._variant_ok)
+        seed_tested, variant_tested = self._tested(candidate)
+        variant = engine.recall(variant_tested, self._variant_ok)
         if variant is not None and not self._variant_ok(variant):
             return False
-        seed = engine.recall(candidate.seed, self._seed_ok)
+        seed = engine.recall(seed_tested, self._seed_ok)
         if seed is not None and not self._seed_ok(seed):
             return False
         if variant is not None and seed is not None:
@@ -123,11 +132,18 @@ class PairJudge:
             return False
         return None
 
+    def _tested(self, candidate: PairCandidate) -> tuple[bytes, bytes]:
+        """What the test runs on for each side: the texts, or their sets with them in place."""
+        if self._places is None:
+            return candidate.seed, candidate.variant
+        return self._places[0](candidate.seed), self._places[1](candidate.variant)
+
     def full(self, candidate: PairCandidate) -> bool:
         engine = self._engine
+        seed_tested, variant_tested = self._tested(candidate)
         checks = [
-            (False, candidate.variant, self._variant_ok),
-            (True, candidate.seed, self._seed_ok),
+            (False, variant_tested, self._variant_ok),
+            (True, seed_tested, self._seed_ok),
         ]
         if self._refusals.seed_first():
             checks.reverse()
@@ -139,7 +155,10 @@ class PairJudge:
 
 
 class PairCurrent:
-    """The best pair so far; only the engine's answers change it."""
+    """The best pair so far; only the engine's answers change it.
+
+    `places`: the pair is one file of a pair of file sets (see `PairJudge`).
+    """
 
     def __init__(
         self,
@@ -149,8 +168,11 @@ class PairCurrent:
         seed_ok: Callable[[Outcome], bool],
         variant_ok: Callable[[Outcome], bool],
         on_change: Callable[[PairCurrent], None] | None = None,
+        *,
+        places: Places | None = None,
     ) -> None:
         self.state = state
+        self.places = places
         self.engine = engine
         self.syntax = syntax
         self.seed_ok = seed_ok
@@ -175,7 +197,7 @@ class PairCurrent:
                 syntax_gate(self.syntax, base.variant_text()),
             )
         return PairJudge(
-            self.engine, self.seed_ok, self.variant_ok, prechecks, limit, self.refusals
+            self.engine, self.seed_ok, self.variant_ok, prechecks, limit, self.refusals, self.places
         )
 
     def adopt(self, state: PairState) -> None:

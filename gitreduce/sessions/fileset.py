@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Literal
 
+import pygit2
+
 from gitreduce.core import fileset
 from gitreduce.core.current import Current
 from gitreduce.core.ddmin import Subset, ddmin
@@ -127,10 +129,10 @@ def read_set(paths: Sequence[Path]) -> FileSet:
         if problem is not None:
             raise UserError(f"{path} cannot be in the set: {problem}")
         files[relative] = path.read_bytes()
-    return _as_set(root, files, skipped)
+    return as_set(root, files, skipped)
 
 
-def _as_set(root: Path, files: dict[str, bytes], skipped: list[str]) -> FileSet:
+def as_set(root: Path, files: dict[str, bytes], skipped: list[str]) -> FileSet:
     """The set of `files` under `root`, its binary members found and what was left out said."""
     if not files:
         raise UserError(f"no files to reduce under {root}")
@@ -192,7 +194,7 @@ Progress = Callable[[Current], None]
 
 
 @dataclass(frozen=True)
-class _Target:
+class SetTarget:
     """Where a set comes from and where its result goes."""
 
     store: Store
@@ -220,34 +222,44 @@ def reduce_files(
         output = read.root.with_name(f"{read.root.name}.reduced")
     if output is not None and output.exists() and not output.is_dir():
         raise UserError(f"--output {output} exists and is not a directory")
-    target = _Target(
+    target = SetTarget(
         store=store,
         name=read.root.name or "files",
-        repo_path=_repo_path(store, read.root),
+        repo_path=set_repo_path(store, read.root),
         output=output,
         input=", ".join(str(path) for path in settings.paths),
     )
     return _reduce(read, pinned, settings, target, started, progress, result, echo)
 
 
-@deferring
-def reduce_revision_set(
-    revisions: str,
-    paths: Sequence[str],
-    settings: FileSetSettings,
-    directory: Path | None = None,
-    progress: Progress | None = None,
-    result: ResultRequest | None = None,
-    echo: Echo | None = None,
-) -> FileSetSummary:
-    """`GOOD..BAD -- PATH...`: the set of files under `paths` at BAD, reduced alone.
+@dataclass(frozen=True)
+class RevisionSets:
+    """The files under some paths at GOOD and at BAD, relative to their common directory."""
 
-    A first version of a change to several files: the set at BAD is checked out
-    of the object store (nothing touches the work tree) and reduced as a file
-    set; GOOD only has to differ. Neither a bisection nor a pairwise reduction
-    of the change is made yet, which a warning says.
-    """
-    started = time.monotonic()
+    repo: pygit2.Repository
+    good: str
+    bad: str
+    good_commit: pygit2.Commit
+    bad_commit: pygit2.Commit
+    paths: list[str]  # repository-relative, as given
+    root: str  # the common directory of the paths ("" for the repository's top)
+    seed: dict[str, bytes]  # at GOOD, relative to `root`; may be empty (all new at BAD)
+    variant: dict[str, bytes]  # at BAD
+    skipped: list[str]  # symbolic links and submodules met under the paths, at either commit
+
+    @property
+    def directory(self) -> Path:
+        """Where `root` is in the work tree (or the repository, when it has none)."""
+        return Path(self.repo.workdir or self.repo.path) / self.root
+
+
+def read_revision_sets(
+    revisions: str, paths: Sequence[str], directory: Path | None = None
+) -> RevisionSets:
+    """The sets under `paths` at GOOD and BAD, read from the object store (nothing is checked
+    out), or a one-line reason there is no such pair: a path missing at BAD, a path that is
+    a file at one commit and a directory at the other, a symbolic link or a submodule named
+    itself, or the same files at both."""
     repo = find_repository(directory or Path.cwd())
     good, bad = parse_range(revisions)
     good_commit, bad_commit = resolve_commit(repo, good), resolve_commit(repo, bad)
@@ -263,18 +275,57 @@ def reduce_revision_set(
             raise UserError(f"{path} is a {after} at {bad}; give files or directories")
         tops.append(path if after == "directory" else posixpath.dirname(path))
     variant, skipped = read_set_at(repo, bad, where)
-    seed, _ = read_set_at(repo, good, where)
+    seed, skipped_before = read_set_at(repo, good, where)
     if variant == seed:
         raise UserError(f"{', '.join(where)}: the same at {good} and {bad}; nothing to reduce")
     root = posixpath.commonpath(tops)
-    files = {posixpath.relpath(path, root or "."): content for path, content in variant.items()}
-    read = _as_set(Path(repo.workdir or repo.path) / root, files, skipped)
-    read.warnings.append(
-        f"the set at {bad} is reduced alone: GOOD..BAD over several files is neither bisected "
-        "nor reduced pairwise yet"
+
+    def relative(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {posixpath.relpath(path, root or "."): content for path, content in files.items()}
+
+    return RevisionSets(
+        repo=repo,
+        good=good,
+        bad=bad,
+        good_commit=good_commit,
+        bad_commit=bad_commit,
+        paths=where,
+        root=root,
+        seed=relative(seed),
+        variant=relative(variant),
+        skipped=sorted(set(skipped) | set(skipped_before)),
     )
+
+
+@deferring
+def reduce_revision_set(
+    revisions: str,
+    paths: Sequence[str],
+    settings: FileSetSettings,
+    directory: Path | None = None,
+    progress: Progress | None = None,
+    result: ResultRequest | None = None,
+    echo: Echo | None = None,
+) -> FileSetSummary:
+    """`GOOD..BAD -- PATH...`: the set of files under `paths` at BAD, reduced alone.
+
+    The set at BAD is read from the object store (nothing touches the work
+    tree) and reduced as a file set; GOOD only has to differ, which a warning
+    says. The pairwise reduction of the change is `sessions/setpair.py`'s.
+    """
+    started = time.monotonic()
+    sets = read_revision_sets(revisions, paths, directory)
+    read = as_set(sets.directory, sets.variant, sets.skipped)
+    read.warnings.append(
+        f"the set at {sets.bad} is reduced alone, without the set at {sets.good}; "
+        "git reduce GOOD..BAD -- PATH... reduces the change pairwise"
+    )
+    repo = sets.repo
+    root = sets.root
+    where = sets.paths
+    good_commit, bad_commit = sets.good_commit, sets.bad_commit
     keep = [PurePosixPath(to_repo_path(repo, str(path), directory)) for path in settings.keep]
-    target = _Target(
+    target = SetTarget(
         store=Store(repo, users=True),
         name=posixpath.basename(root) or posixpath.basename(where[0]),
         repo_path=root,
@@ -290,7 +341,7 @@ def _reduce(
     read: FileSet,
     pinned: frozenset[str],
     settings: FileSetSettings,
-    target: _Target,
+    target: SetTarget,
     started: float,
     progress: Progress | None,
     result: ResultRequest | None,
@@ -300,7 +351,7 @@ def _reduce(
     output = target.output
     store = target.store
     warnings = list(read.warnings)
-    syntaxes, unparsed = _syntaxes(original, read.opaque)
+    syntaxes, unparsed = member_syntaxes(original, read.opaque)
     if unparsed:
         warnings.append(f"no grammar for {', '.join(unparsed)}; reducing those by lines and tokens")
     spec = TestSpec(
@@ -341,7 +392,7 @@ def _reduce(
                     run.engine,
                     syntaxes.get(path),
                     _on_change(path, others, accepted, progress),
-                    _placer(path, others),
+                    fileset.placer(others, path),
                     sum(tokens_of(name, text) for name, text in others.items()),
                 )
                 reduce_program(member)
@@ -360,7 +411,7 @@ def _reduce(
     after_tokens = sum(tokens_of(path, text) for path, text in files.items())
     command = run.spec.command
     if output is not None:
-        _write_set(output, files)
+        write_set(output, files)
     branch, commits = record(
         store,
         result or ResultRequest(),
@@ -407,7 +458,7 @@ def _reduce(
     )
 
 
-def _repo_path(store: Store, root: Path) -> str:
+def set_repo_path(store: Store, root: Path) -> str:
     """The set's directory in the repository ("" for its top, or outside any repository)."""
     workdir = store.repo.workdir if store.users else None
     if workdir is None or root.resolve() == Path(workdir).resolve():
@@ -430,7 +481,7 @@ def _pinned(read: FileSet, keep: Sequence[PurePath], root: PurePath) -> frozense
     return frozenset(pinned)
 
 
-def _syntaxes(
+def member_syntaxes(
     files: dict[str, bytes], opaque: frozenset[str]
 ) -> tuple[dict[str, Syntax], list[str]]:
     """Each text member's syntax gate, and the members no grammar parses."""
@@ -476,13 +527,6 @@ def _drop_files(
             del files[name]
 
 
-def _placer(path: str, others: dict[str, bytes]) -> Callable[[bytes], bytes]:
-    def place(text: bytes) -> bytes:
-        return fileset.pack({**others, path: text})
-
-    return place
-
-
 def _on_change(
     path: str, others: dict[str, bytes], accepted: list[bytes], progress: Progress | None
 ) -> Callable[[Current], None]:
@@ -494,7 +538,7 @@ def _on_change(
     return changed
 
 
-def _write_set(output: Path, files: dict[str, bytes]) -> None:
+def write_set(output: Path, files: dict[str, bytes]) -> None:
     """The reduced set under `output` (created if need be) at its relative paths."""
     try:
         for relative, content in files.items():

@@ -234,7 +234,7 @@ def _without_comments(
     """
     if syntax is None:
         return seed, variant
-    stripped = tuple(_strip_comments(text, syntax) for text in (seed, variant))
+    stripped = tuple(strip_comments(text, syntax) for text in (seed, variant))
     if stripped == (seed, variant):
         return seed, variant
     if variant_ok(engine.test(stripped[1], label="comments")) and seed_ok(
@@ -277,7 +277,7 @@ def _with_final_newline(original: bytes, result: bytes) -> bytes:
     return result
 
 
-def _strip_comments(text: bytes, syntax: Syntax) -> bytes:
+def strip_comments(text: bytes, syntax: Syntax) -> bytes:
     spans = []
     pending = [syntax.parse(text).tree.root_node]
     while pending:

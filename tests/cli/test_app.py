@@ -352,12 +352,35 @@ def test_a_change_to_several_files_from_commits(tmp_path):
     (work / "app" / "c.py").write_text("w = 3\n")
     git(work, "add", ".")
     git(work, "commit", "-q", "-m", "bad")
+    bad = git(work, "rev-parse", "--short=7", "HEAD").stdout.strip()
     test = "grep -q 'x = 1' a.py"
     process = run_cli("HEAD~1..HEAD", "--", "app/", "--interesting", test, cwd=work)
     assert process.returncode == 0, process.stderr
-    assert "files: 3 → 1: a.py" in process.stderr
-    assert "reduced alone" in process.stderr
-    assert git(work, "show", "reduce/app:app/a.py").stdout == "x = 1\n"
+    assert "files: seed 2 → 1, variant 3 → 1, 1 differ" in process.stderr
+    assert "warning" not in process.stderr  # pairwise: nothing left undone to warn about
+    assert git(work, "show", f"reduce/app-{bad}:app/a.py").stdout == "x = 1\n"
+    assert git(work, "show", f"reduce/app-{bad}~1:app/a.py").stdout != "x = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--seed", "seeds", "--variant", "variant.c"], "give both --seed and --variant as"),
+        (["--seed", "seeds", "--variant", "variants", "--html", "r.html"], "--html is for"),
+        (["--seed", "seeds", "--variant", "variants", "--algorithm", "dd"], "ppr only"),
+        (["--seed", "seeds", "--variant", "variants", "--language", "c"], "--language is for"),
+        (["--seed", "seeds", "--variant", "seeds"], "identical"),
+    ],
+    ids=["file-and-directory", "html", "algorithm", "language", "identical"],
+)
+def test_set_pair_misuse_is_one_error_line(tmp_path, args, expected):
+    cwd = workdir(tmp_path)
+    for name in ("seeds", "variants"):
+        (cwd / name).mkdir()
+        shutil.copy(VARIANT, cwd / name / "prog.c")
+    (cwd / "variants" / "more.c").write_text("int more;\n")
+    process = run_cli(*args, "--test", TEST_SH, cwd=cwd)
+    check_one_line_error(process, expected)
 
 
 def test_test_and_interesting_together(tmp_path):

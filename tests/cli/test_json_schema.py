@@ -155,6 +155,68 @@ def test_pairwise_run_on_plain_files(plain: Path, env: dict[str, str]) -> None:
     assert "min-commonality/tree" in labels
 
 
+def test_pairwise_run_over_file_sets(tmp_path: Path, env: dict[str, str]) -> None:
+    for name, answer in (("seed", "41"), ("variant", "42")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "main.py").write_text("import util\nprint(util.answer())\n")
+        (tmp_path / name / "util.py").write_text(f"def answer():\n    return {answer}\n")
+        (tmp_path / name / "unused.py").write_text("x = 1\n")
+    (tmp_path / "variant" / "new.py").write_text("y = 2\n")
+    test = "grep -q import main.py || exit 125; grep -q 42 util.py && exit 1; exit 0"
+    patch = tmp_path / "change.patch"
+    record = run_json(
+        tmp_path,
+        env,
+        "--seed",
+        "seed",
+        "--variant",
+        "variant",
+        "--test",
+        test,
+        "--output",
+        "out",
+        "--patch",
+        str(patch),
+    )
+    validator().validate(record)
+    assert record["changed_files"] == ["util.py"] and record["diff_tokens"][1] <= 2
+    assert record["seed_file_count"] == [3, 2] and record["variant_file_count"] == [4, 2]
+    assert record["output"] == "out" and (tmp_path / "out" / "variant" / "util.py").is_file()
+    assert len(record["commits"]) == 2 and patch.is_file()
+    labels = pass_labels(record)
+    assert labels[:3] == ["set-tdiff", "set-ldiff", "set-commonality"]
+
+
+def test_bisected_pair_of_sets_from_commits(tmp_path: Path, env: dict[str, str]) -> None:
+    repo = tmp_path / "repo"
+    (repo / "app").mkdir(parents=True)
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (repo / "app" / "main.py").write_text("import util\nprint(util.answer())\n")
+    (repo / "app" / "util.py").write_text("def answer():\n    return 41\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "good")
+    (repo / "app" / "notes.py").write_text("NOTE = 1\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "still good")
+    (repo / "app" / "util.py").write_text("def answer():\n    return 42\n")
+    git("commit", "-q", "-am", "the bug")
+    bug = git("rev-parse", "HEAD")
+    (repo / "app" / "notes.py").write_text("NOTE = 2\n")
+    git("commit", "-q", "-am", "later")
+    test = "grep -q import main.py || exit 125; grep -q 42 util.py && exit 1; exit 0"
+    record = run_json(repo, env, "HEAD~3..HEAD", "--", "app/", "--test", test)
+    validator().validate(record)
+    assert record["first_bad_commit"] == bug and record["changed_files"] == ["util.py"]
+    assert git("rev-parse", record["branch"]) == record["commits"][-1]
+    assert "bisect" not in pass_labels(record)
+
+
 def test_bisected_revision_range(tmp_path: Path, env: dict[str, str]) -> None:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
@@ -269,7 +331,7 @@ def test_the_documented_examples_validate() -> None:
 def test_every_key_is_documented() -> None:
     schema = load_schema()
     keys = set()
-    for shape in ("single", "file_set", "pair", "triage", "finding", "bucket"):
+    for shape in ("single", "file_set", "pair", "set_pair", "triage", "finding", "bucket"):
         keys |= set(schema["$defs"][shape]["properties"])
     documented = set(
         re.findall(r"^\| `([a-z_]+)`", (ROOT / "docs" / "json-schema.md").read_text(), re.M)
