@@ -30,7 +30,7 @@ HELP = (
     "Reduce many findings, a bounded number at a time, and group them by failure signature."
     "\n\nA finding is a commit whose message ends with a 'Reduce-Test: NAME' trailer: its "
     "parent holds the passing seed, the commit the failing variant of the files it changes, "
-    "plus those its 'Reduce-Path: PATH...' trailers name. NAME's command comes from your git "
+    "plus one per 'Reduce-Path: PATH' trailer. NAME's command comes from your git "
     "config (git config gitreduce.test.NAME.command 'CMD'), never from a commit; --test CMD "
     "serves the commits in RANGE without a trailer. RANGE defaults to everything reachable "
     "from HEAD; --all takes every branch and tag. With --seed FILE --variants DIR, each file "

@@ -3,9 +3,9 @@
 A finding is a commit whose message ends with a `Reduce-Test: NAME` trailer;
 its parent holds the passing seed and the commit the failing variant of the
 files it changes (added, modified or deleted, in git's order), plus those its
-`Reduce-Path:` trailers name: each trailer holds one or more paths separated
-by spaces, and a trailer may be repeated (a header the commit leaves alone but
-the test needs). One path is reduced as one file (`git reduce C^..C -- PATH`),
+`Reduce-Path:` trailers name: each trailer holds one path (its whole value,
+spaces included), and the trailer is repeated for more (a header the commit
+leaves alone but the test needs). One path is reduced as one file (`git reduce C^..C -- PATH`),
 several as a pair of file sets (`git reduce C^..C -- P1 P2 ...`). Paths are
 data like the rest of the message: each must be a plain relative path to a
 regular file (not a symbolic link, not a submodule) at the commit or its
@@ -125,8 +125,9 @@ def find_findings(
 
     A commit without a `Reduce-Test` trailer is a finding only when
     `fallback_command` is given, and only if it has one parent and changes
-    one file (or names it): a range handed to `--test` holds the seeds' own
-    commits too, which are not findings. A commit with the trailer is always
+    one file or has a `Reduce-Path:` trailer: a range handed to `--test` holds
+    the seeds' own commits too (adding several files at once), which are not
+    findings. A commit with the trailer is always
     reported, with the reason when it cannot be reduced.
     """
     findings = []
@@ -188,7 +189,7 @@ def examine(
     paths = _paths_to_reduce(_changed_files(repo, commit), _named_paths(commit, trailers))
     if not paths:
         return Finding(
-            sha, (), name, command, "it changes no file; name the files in 'Reduce-Path: PATH...'"
+            sha, (), name, command, "it changes no file; name them in 'Reduce-Path: PATH' trailers"
         )
     return Finding(sha, paths, name, command, _paths_problem(commit, paths))
 
@@ -211,7 +212,7 @@ def _changed_files(repo: pygit2.Repository, commit: pygit2.Commit) -> list[str]:
 
 
 def _named_paths(commit: pygit2.Commit, trailers: dict[str, str]) -> list[str]:
-    """The paths of every `Reduce-Path:` trailer, in order: each value is split at spaces.
+    """The paths of every `Reduce-Path:` trailer, in order: each value is one path.
 
     libgit2 keeps the last value of a repeated key only, so the values are read
     from the message's last paragraph, where git finds its trailers.
@@ -222,8 +223,8 @@ def _named_paths(commit: pygit2.Commit, trailers: dict[str, str]) -> list[str]:
     paths: list[str] = []
     for line in block.splitlines():
         match = _PATH_LINE.match(line)
-        if match is not None:
-            paths.extend(match.group(1).split())
+        if match is not None and match.group(1).strip():
+            paths.append(match.group(1).strip())
     return paths
 
 

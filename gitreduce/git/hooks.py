@@ -59,8 +59,8 @@ POST_COMMIT = r"""#!/bin/sh
 # When a commit's message ends with the trailers (its last paragraph, together)
 #
 #     Reduce-Test: NAME       a test defined in your git config (below)
-#     Reduce-Path: PATH...    optional: more files the test needs, separated by
-#                             spaces (the trailer may be repeated)
+#     Reduce-Path: PATH       optional: another file the test needs (repeat the
+#                             trailer for more)
 #
 # this hook queues the commit for reduction against its parent (the parent holds
 # the passing seed, the commit the failing variant) of the files it changes and
@@ -200,8 +200,8 @@ launch() {
         git -c core.quotePath=false diff-tree --no-commit-id --name-only -r "$sha^" "$sha"
         printf '%s\n' "$trailers" | awk '
             tolower(substr($0, 1, 12)) == "reduce-path:" {
-                n = split(substr($0, 13), words, /[ \t]+/)
-                for (i = 1; i <= n; i++) if (words[i] != "") print words[i]
+                value = substr($0, 13); sub(/^[ \t]+/, "", value); sub(/[ \t]+$/, "", value)
+                if (value != "") print value
             }'
     } | awk '!seen[$0]++')
     count=$(printf '%s' "$files" | grep -c '')

@@ -73,24 +73,24 @@ def test_several_files_make_one_finding_of_them_all(repo: tuple[Path, dict]) -> 
 
 
 def test_reduce_path_trailers_add_files(repo: tuple[Path, dict]) -> None:
-    """Every Reduce-Path trailer counts, each naming one or more paths separated by spaces;
-    a changed file named again is taken once."""
+    """Every Reduce-Path trailer counts, each naming one path (spaces included); a changed
+    file named again is taken once."""
     path, env = repo
     (path / "h.h").write_text("#define H 1\n")
-    (path / "k.h").write_text("#define K 1\n")
+    (path / "k 2.h").write_text("#define K 1\n")
     (path / "b.c").write_text("int b;\n")
     run_git(path, env, "add", "-A")
     run_git(path, env, "commit", "-q", "-m", "more seed")
     sha = commit(
         path,
         env,
-        "x\n\nReduce-Test: gcc\nReduce-Path: h.h a.c\nreduce-path: k.h",
+        "x\n\nReduce-Test: gcc\nReduce-Path: h.h\nReduce-Path: a.c\nreduce-path: k 2.h",
         a_c="int a = 4;\n",
     )
     repository = pygit2.Repository(str(path))
     finding = examine(repository, sha)
     assert finding is not None and finding.problem is None, finding
-    assert finding.paths == ("a.c", "h.h", "k.h")
+    assert finding.paths == ("a.c", "h.h", "k 2.h")
     served = commit(path, env, "plain\n\nReduce-Path: b.c", a_c="int a = 5;\n")
     by_test = examine(repository, served, "./mine.sh {}")
     assert by_test is not None and by_test.paths == ("a.c", "b.c") and by_test.problem is None

@@ -248,7 +248,7 @@ def test_the_hook_names_the_files_it_queues(repo: Path, env: dict[str, str]) -> 
     git(repo, env, "commit", "-q", "-m", "seed")
     (repo / "a.c").write_text("int aa;\n")
     (repo / "b.c").write_text("int bb;\n")
-    message = "two files\n\nReduce-Test: ok\nReduce-Path: h.h a.c"
+    message = "two files\n\nReduce-Test: ok\nReduce-Path: h.h\nReduce-Path: a.c"
     named = git(repo, env, "commit", "-q", "-a", "-m", message)
     assert "queued" in named.stderr and "(a.c b.c h.h, test 'ok')" in named.stderr
     for number in range(5):
