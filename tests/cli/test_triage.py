@@ -122,6 +122,27 @@ def test_commits_changing_several_files_are_reduced_as_sets_without_reduce_path(
     assert [f["status"] for f in again["findings"]] == ["reduced"] * 3
 
 
+def test_a_bad_path_among_several_runs_nothing_and_says_why(tmp_path: Path) -> None:
+    repo, env, _ = findings_repo(tmp_path, [])
+    set_test(tmp_path, repo, env)
+    (repo / "real.c").symlink_to("elsewhere.c")
+    run_git(repo, env, "add", "real.c")
+    sha = commit_set_finding(repo, env, trailers="Reduce-Test: gccset\nReduce-Path: real.c")
+    outside = commit_set_finding(
+        repo, env, "again", trailers="Reduce-Test: gccset\nReduce-Path: ../../etc/passwd"
+    )
+    summary = _summary(triage(repo, env, "--json"))
+    assert summary["tests_run"] == 0
+    reasons = {finding["commit"]: finding["reason"] for finding in summary["findings"]}
+    assert reasons == {
+        sha: "real.c is a symbolic link in its parent",
+        outside: "'../../etc/passwd' is not a path inside the repository",
+    }
+    for commit, reason in reasons.items():
+        note = note_of(repo, env, commit)
+        assert note is not None and note.startswith(f"not run: {reason}\n")
+
+
 def test_the_index_shows_a_set_findings_change_as_its_multi_file_diff(tmp_path: Path) -> None:
     diff = "diff --git a/a.c b/a.c\n-int a;\n+int a = 1 << 40;\n"
     finding = FindingResult(
