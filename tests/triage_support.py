@@ -89,3 +89,75 @@ def file_at(repo: Path, env: dict[str, str], rev: str) -> bytes:
     return subprocess.run(
         ["git", "show", f"{rev}:{name}"], cwd=repo, env=env, capture_output=True, check=True
     ).stdout
+
+
+# A finding of three files: a header and two translation units that include it. The bug
+# needs two of them: the header's WIDTH grows to 40 and a.c starts shifting by it; b.c
+# changes too, harmlessly. The test compiles every .c of the set it is given.
+SET_FILES = {
+    "defs.h": """#define WIDTH 3
+static inline int widen(int x) {
+    int y = x * 2;
+    return y + 1;
+}
+""",
+    "a.c": """#include "defs.h"
+int run_a(int a) {
+    int b = widen(a);
+    int c = b + 7;
+    return c - WIDTH;
+}
+""",
+    "b.c": """#include "defs.h"
+int run_b(int a) {
+    int k = a * 5;
+    return widen(k) + WIDTH;
+}
+""",
+}
+SET_MUTATIONS = {
+    "defs.h": ("WIDTH 3", "WIDTH 40"),
+    "a.c": ("int c = b + 7;", "int c = b << WIDTH;"),
+    "b.c": ("a * 5", "a * 6"),
+}
+SET_TEST_SCRIPT = """#!/bin/sh
+cd "$1" || exit 2
+for f in *.c; do
+    gcc -c -O1 -Werror=div-by-zero -Werror=shift-count-overflow -o /dev/null "$f" || exit 1
+done
+"""
+
+
+def set_test(tmp_path: Path, repo: Path, env: dict[str, str], name: str = "gccset") -> Path:
+    """The test of a file set (it compiles the set's .c files) as `gitreduce.test.NAME`."""
+    script = tmp_path / "gcc-set-test.sh"
+    script.write_text(SET_TEST_SCRIPT)
+    script.chmod(0o755)
+    run_git(repo, env, "config", f"gitreduce.test.{name}.command", f"{script} {{}}")
+    return script
+
+
+def commit_set_finding(
+    repo: Path,
+    env: dict[str, str],
+    directory: str = "",
+    trailers: str = "Reduce-Test: gccset",
+    delete: str | None = None,
+) -> str:
+    """A seed commit of the three files under `directory`, then the finding that changes all
+    three (no Reduce-Path), deleting the file `delete` instead of changing it; the
+    finding's commit id."""
+    where = repo / directory
+    where.mkdir(parents=True, exist_ok=True)
+    for name, text in SET_FILES.items():
+        (where / name).write_text(text)
+    run_git(repo, env, "add", "-A")
+    run_git(repo, env, "commit", "-q", "-m", f"seed set {directory or '.'}")
+    for name, (old, new) in SET_MUTATIONS.items():
+        if name == delete:
+            (where / name).unlink()
+        else:
+            (where / name).write_text(SET_FILES[name].replace(old, new))
+    run_git(repo, env, "add", "-A")
+    run_git(repo, env, "commit", "-q", "-m", f"set finding\n\n{trailers}")
+    return run_git(repo, env, "rev-parse", "HEAD").stdout.strip()

@@ -22,8 +22,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help=(
         "Git hooks for fuzzer triage. post-commit: a commit whose message has a "
-        "'Reduce-Test: NAME' trailer (optionally 'Reduce-Path: PATH') is reduced against its "
-        "parent in the background, with the test your own config defines for NAME "
+        "'Reduce-Test: NAME' trailer is reduced against its parent in the background (the "
+        "files it changes, plus those 'Reduce-Path: PATH' trailers add; several files as "
+        "a pair of file sets), with the test your own config defines for NAME "
         "(git config gitreduce.test.NAME.command 'CMD'; a commit message never supplies a "
         "command), and the minimal failure-inducing change is attached to it as a note: "
         "git log --notes=reduce. Commits are queued and one `git reduce triage --queue` "

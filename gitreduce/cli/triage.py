@@ -29,13 +29,14 @@ from gitreduce.sessions.triage_state import INTERRUPTED, REDUCED, FindingResult,
 HELP = (
     "Reduce many findings, a bounded number at a time, and group them by failure signature."
     "\n\nA finding is a commit whose message ends with a 'Reduce-Test: NAME' trailer: its "
-    "parent holds the passing seed, the commit the failing variant of the one file it "
-    "changes (or of its 'Reduce-Path: PATH' trailer). NAME's command comes from your git "
+    "parent holds the passing seed, the commit the failing variant of the files it changes, "
+    "plus one per 'Reduce-Path: PATH' trailer. NAME's command comes from your git "
     "config (git config gitreduce.test.NAME.command 'CMD'), never from a commit; --test CMD "
     "serves the commits in RANGE without a trailer. RANGE defaults to everything reachable "
     "from HEAD; --all takes every branch and tag. With --seed FILE --variants DIR, each file "
     "in DIR is a finding against FILE.\n\n"
-    "Each finding is reduced as `git reduce C^..C -- PATH` would, and gets what the "
+    "Each finding is reduced as `git reduce C^..C -- PATH...` would (one file, or a pair "
+    "of file sets), and gets what the "
     "post-commit hook writes: the branch reduce/<short sha> and a note (git log "
     "--notes=reduce). Findings settled by an earlier triage are not redone; an interrupted "
     "one resumes from the cached verdicts. Tests run locally (--executor local), on a Dask "
@@ -242,7 +243,7 @@ def _duration(seconds: float) -> str:
 
 
 def _finding_line(finding: FindingResult) -> str:
-    where = f"{finding.label} {finding.path or ''}".rstrip()
+    where = f"{finding.label} {finding.where}".rstrip()
     if finding.status == REDUCED and finding.diff_tokens:
         before, after = finding.diff_tokens
         return (

@@ -2,7 +2,8 @@
 
 One row per bucket: its failure signature, how many findings share it, the
 representative's reduced change side by side with the differing tokens
-marked (as in a single report, see `cli.html`), and links to every
+marked (as in a single report, see `cli.html`; the diff of every file that
+differs for a finding of several files), and links to every
 finding's own report (written by its reduction beside the index). Inline CSS
 only and the same Content-Security-Policy as the single reports: the page
 makes no request.
@@ -40,9 +41,7 @@ def render_index(state: TriageState, base: Path) -> str:
     rows = []
     for bucket in buckets:
         best = bucket.representative
-        change = (
-            side_by_side(*best.reduced) if best.reduced is not None else "<p>(not reduced yet)</p>"
-        )
+        change = _change(best)
         links = "".join(f"<li>{_finding_link(finding, base)}</li>" for finding in bucket.findings)
         rows.append(
             f"<tr><td>{bucket.number}</td>"
@@ -82,8 +81,17 @@ def render_index(state: TriageState, base: Path) -> str:
     return "".join(parts)
 
 
+def _change(finding: FindingResult) -> str:
+    """The reduced change: the two versions side by side, or a multi-file diff."""
+    if finding.reduced is not None:
+        return side_by_side(*finding.reduced)
+    if finding.diff:
+        return f'<pre class="diff">{html.escape(finding.diff)}</pre>'
+    return "<p>(not reduced yet)</p>"
+
+
 def _finding_link(finding: FindingResult, base: Path) -> str:
-    label = html.escape(f"{finding.label} {finding.path or ''}".strip())
+    label = html.escape(f"{finding.label} {finding.where}".strip())
     if finding.diff_tokens:
         label += f" ({finding.diff_tokens[1]} tokens)"
     if finding.report is None or not Path(finding.report).is_file():

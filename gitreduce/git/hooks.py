@@ -58,11 +58,14 @@ POST_COMMIT = r"""#!/bin/sh
 #
 # When a commit's message ends with the trailers (its last paragraph, together)
 #
-#     Reduce-Test: NAME    a test defined in your git config (below)
-#     Reduce-Path: PATH    optional; default: the one file the commit changed
+#     Reduce-Test: NAME       a test defined in your git config (below)
+#     Reduce-Path: PATH       optional: another file the test needs (repeat the
+#                             trailer for more)
 #
 # this hook queues the commit for reduction against its parent (the parent holds
-# the passing seed, the commit the failing variant). One background
+# the passing seed, the commit the failing variant) of the files it changes and
+# those Reduce-Path names: one file as one file, several as a pair of file sets.
+# One background
 # `git reduce triage --queue` reduces the queue, gitreduce.triage.workers
 # reductions at a time (default 1: fifty commits never start fifty reductions),
 # and attaches each minimal failure-inducing change to its commit as a note;
@@ -191,18 +194,23 @@ launch() {
         say "$short not reduced: it has no parent to be the passing seed"
         return 0
     fi
-    path=$(trailer Reduce-Path)
-    if [ -z "$path" ]; then
-        changed=$(git -c core.quotePath=false diff-tree --no-commit-id --name-only -r \
-            "$sha^" "$sha")
-        count=$(printf '%s' "$changed" | grep -c '')
-        if [ "$count" -ne 1 ]; then
-            say "$short not reduced: it changes $count files;" \
-                "name the one to reduce in a 'Reduce-Path: PATH' trailer"
-            return 0
-        fi
-        path=$changed
-    fi
+    # What is reduced: the changed files, then those Reduce-Path adds (the drain checks
+    # each path; here they only name the reduction).
+    files=$( {
+        git -c core.quotePath=false diff-tree --no-commit-id --name-only -r "$sha^" "$sha"
+        printf '%s\n' "$trailers" | awk '
+            tolower(substr($0, 1, 12)) == "reduce-path:" {
+                value = substr($0, 13); sub(/^[ \t]+/, "", value); sub(/[ \t]+$/, "", value)
+                if (value != "") print value
+            }'
+    } | awk '!seen[$0]++')
+    count=$(printf '%s' "$files" | grep -c '')
+    case $count in
+    0) what="no file" ;;
+    1) what=$files ;;
+    [2-4]) what=$(printf '%s' "$files" | tr '\n' ' ') ;;
+    *) what="$count files" ;;
+    esac
     exe=
     if [ -n "$GITREDUCE_EXE" ] && [ -x "$GITREDUCE_EXE" ]; then
         exe=$GITREDUCE_EXE
@@ -221,7 +229,7 @@ launch() {
         say "$short not reduced: cannot write to $queue"
         return 0
     fi
-    say "queued $short ($path, test '$name') for reduction in the background;" \
+    say "queued $short (${what% }, test '$name') for reduction in the background;" \
         "then: git log --notes=reduce -1 $short"
     # A drain that holds the lock reads the queue again before it ends: it takes this one.
     if command -v flock >/dev/null 2>&1 &&

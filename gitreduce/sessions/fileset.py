@@ -254,12 +254,18 @@ class RevisionSets:
 
 
 def read_revision_sets(
-    revisions: str, paths: Sequence[str], directory: Path | None = None
+    revisions: str,
+    paths: Sequence[str],
+    directory: Path | None = None,
+    deleted: bool = False,
 ) -> RevisionSets:
     """The sets under `paths` at GOOD and BAD, read from the object store (nothing is checked
     out), or a one-line reason there is no such pair: a path missing at BAD, a path that is
     a file at one commit and a directory at the other, a symbolic link or a submodule named
-    itself, or the same files at both."""
+    itself, or the same files at both.
+
+    With `deleted` (a pair of sets), a path that is only at GOOD is a file BAD deleted:
+    part of the change, as the files only one set holds are."""
     repo = find_repository(directory or Path.cwd())
     good, bad = parse_range(revisions)
     good_commit, bad_commit = resolve_commit(repo, good), resolve_commit(repo, bad)
@@ -267,6 +273,8 @@ def read_revision_sets(
     tops = []
     for path in where:
         before, after = kind_at(good_commit, path), kind_at(bad_commit, path)
+        if after is None and deleted:
+            after = before
         if after is None:
             raise UserError(f"{path} does not exist at {bad}")
         if before is not None and before != after:

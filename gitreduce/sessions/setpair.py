@@ -590,7 +590,7 @@ def reduce_revision_set_pair(
     the bisection's verdicts land in the reduction's cache.
     """
     started = time.monotonic()
-    sets = read_revision_sets(revisions, paths, directory)
+    sets = read_revision_sets(revisions, paths, directory, deleted=True)
     name = PurePosixPath(sets.root).name or PurePosixPath(sets.paths[0]).name
     seed_files, variant_files = sets.seed, sets.variant
     sources = (str(sets.good_commit.id), str(sets.bad_commit.id))

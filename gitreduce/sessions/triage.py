@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 
 import pygit2
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git import triage_records as records
@@ -44,6 +45,7 @@ from gitreduce.oracle.executor import Executor, opened_executor, parse_executor
 from gitreduce.oracle.runner import stop_all
 from gitreduce.oracle.spec import TestSpec, anchored
 from gitreduce.sessions.batch import Batch, Child, Ended
+from gitreduce.sessions.fileset import read_revision_sets
 from gitreduce.sessions.interrupts import deferred
 from gitreduce.sessions.triage_state import (
     FAILED,
@@ -85,13 +87,19 @@ class TriageSettings:
 
 @dataclass
 class _Job:
-    """A finding with what its reduction needs: inputs for the probe, arguments for the child."""
+    """A finding with what its reduction needs: inputs for the probe, arguments for the child.
+
+    A finding of several files is probed as the child tests it: `variant` is the
+    packed set (`core.fileset`) and `name` the set's name, under `file_set`.
+    """
 
     result: FindingResult
     seed: bytes = b""
     variant: bytes = b""
     argv: list[str] = field(default_factory=list)
     cwd: Path = field(default_factory=Path.cwd)
+    name: str = ""
+    file_set: bool = False
 
 
 def triage(settings: TriageSettings, progress: TriageProgress | None = None) -> TriageState:
@@ -182,31 +190,44 @@ def _commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSetti
         label=finding.short,
         commit=finding.commit,
         path=finding.path,
+        paths=list(finding.paths),
         test_name=finding.test_name,
         command=finding.command,
         branch=branch,
     )
     cwd = Path(repo.workdir or repo.path)
     job = _Job(result, cwd=cwd)
-    if finding.problem is not None or finding.path is None or finding.command is None:
+    if finding.problem is not None or not finding.paths or finding.command is None:
         result.status, result.reason = NOT_RUN, finding.problem
         return job
-    commit = repo.get(finding.commit)
-    assert isinstance(commit, pygit2.Commit)
-    job.seed = commit.parents[0].tree[finding.path].data
-    job.variant = commit.tree[finding.path].data
-    result.fingerprint = _fingerprint(finding.command, finding.path, cwd)
+    revisions = f"{finding.commit}^..{finding.commit}"
+    if finding.path is not None:
+        commit = repo.get(finding.commit)
+        assert isinstance(commit, pygit2.Commit)
+        job.seed = commit.parents[0].tree[finding.path].data
+        job.variant = commit.tree[finding.path].data
+        job.name = finding.path
+    else:
+        try:
+            sets = read_revision_sets(revisions, finding.paths, cwd, deleted=True)
+        except UserError as error:
+            result.status, result.reason = NOT_RUN, str(error)
+            return job
+        job.seed, job.variant = fileset.pack(sets.seed), fileset.pack(sets.variant)
+        job.name = PurePosixPath(sets.root).name or PurePosixPath(sets.paths[0]).name
+        job.file_set = True
+    result.fingerprint = _fingerprint(finding.command, job.name, cwd, job.file_set)
     job.argv = [
-        f"{finding.commit}^..{finding.commit}",
+        revisions,
         "--",
-        finding.path,
+        *finding.paths,
         "--test",
         finding.command,
         "--no-bisect",
         "--branch",
         branch,
         "--force",
-        *_common_options(settings, result),
+        *_common_options(settings, result, with_report=not job.file_set),
     ]
     return job
 
@@ -244,12 +265,13 @@ def _variant_jobs(settings: TriageSettings, base: Path) -> tuple[Store, list[_Jo
             label=variant_path.name,
             commit=None,
             path=variant_path.name,
+            paths=[variant_path.name],
             test_name=None,
             command=settings.test,
             branch=branch,
             fingerprint=_fingerprint(settings.test, seed_path.name, base),
         )
-        job = _Job(result, seed=seed, variant=variant, cwd=base)
+        job = _Job(result, seed=seed, variant=variant, cwd=base, name=variant_path.name)
         job.argv = [
             "--seed",
             str(seed_path),
@@ -270,11 +292,15 @@ def _variant_jobs(settings: TriageSettings, base: Path) -> tuple[Store, list[_Jo
     return store, jobs
 
 
-def _common_options(settings: TriageSettings, result: FindingResult) -> list[str]:
+def _common_options(
+    settings: TriageSettings, result: FindingResult, with_report: bool = True
+) -> list[str]:
+    """`--json`, the timeout, and `--html` unless not `with_report` (sets have no such page:
+    the index shows their diff)."""
     options = ["--json"]
     if settings.timeout is not None:
         options += ["--timeout", repr(settings.timeout)]
-    if settings.reports is not None:
+    if settings.reports is not None and with_report:
         report = settings.reports / f"{_file_name(result.label)}.html"
         result.report = str(report)
         options += ["--html", str(report)]
@@ -285,10 +311,11 @@ def _file_name(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") or "finding"
 
 
-def _fingerprint(command: str, path: str, cwd: Path) -> str | None:
+def _fingerprint(command: str, name: str, cwd: Path, file_set: bool = False) -> str | None:
     """The test's fingerprint as the child keys its cache (None if its script is unreadable)."""
+    spec = TestSpec(command=anchored(command, name, cwd), relative_path=name, file_set=file_set)
     try:
-        return TestSpec(command=anchored(command, path, cwd), relative_path=path).fingerprint()
+        return spec.fingerprint()
     except OSError:
         return None
 
@@ -355,17 +382,18 @@ def _probe(
         if stopping.requested:
             return None
         result = job.result
-        assert result.command is not None and result.path is not None
+        assert result.command is not None and job.name
         spec = TestSpec(
-            command=anchored(result.command, result.path, job.cwd),
-            relative_path=result.path,
+            command=anchored(result.command, job.name, job.cwd),
+            relative_path=job.name,
             timeout=timeout,
+            file_set=job.file_set,
         )
         with executor.runner(spec, 1) as runner:
             outcome, output = runner.run_with_output(job.variant)
         reason = cannot_run(spec, outcome, output)
         if reason is not None:
-            raise UserError(f"{result.label} {result.path}: {reason}")
+            raise UserError(f"{result.label} {result.where}: {reason}")
         return outcome
 
     with ThreadPoolExecutor(parallel, thread_name_prefix="probe") as pool:
@@ -403,7 +431,8 @@ def _ordered(jobs: list[_Job], representatives_first: bool) -> list[_Job]:
     if not representatives_first:
         return jobs
     seen: set[str] = set()
-    first, rest = [], []
+    first: list[_Job] = []
+    rest: list[_Job] = []
     for job in jobs:
         key = bucket_key(job.result)
         (rest if key in seen else first).append(job)
@@ -536,10 +565,11 @@ def _take_summary(result: FindingResult, summary: dict[str, object]) -> None:
 
 def _take_reduced(repo: pygit2.Repository, result: FindingResult) -> None:
     """The reduced pair and its unified diff, from the result commits (in the repository
-    they were recorded in)."""
-    if len(result.commits) != 2 or result.path is None:
+    they were recorded in). For a finding of several files, the diff between the reduced
+    sets, file by file, as `git show` of the result branch has it."""
+    if len(result.commits) != 2:
         return
-    texts = []
+    commits: list[pygit2.Commit] = []
     for commit_id in result.commits:
         try:
             commit = repo.get(commit_id)
@@ -547,7 +577,14 @@ def _take_reduced(repo: pygit2.Repository, result: FindingResult) -> None:
             commit = None
         if not isinstance(commit, pygit2.Commit):
             return
-        blob = next(_blobs(repo, commit.tree), None)
+        commits.append(commit)
+    if result.path is None:
+        if len(result.paths) > 1:
+            result.diff = repo.diff(commits[0], commits[1]).patch or ""
+        return
+    texts: list[str] = []
+    for version in commits:
+        blob = next(_blobs(repo, version.tree), None)
         if blob is None:
             return
         texts.append(blob.data.decode("utf-8", "replace"))
@@ -590,7 +627,7 @@ def _note(repo: pygit2.Repository, result: FindingResult) -> str:
             return text
     test = f" (gitreduce.test.{result.test_name}.command)" if result.test_name else ""
     return (
-        f"git reduce: {result.status.replace('-', ' ')}: {result.label} -- {result.path}\n\n"
+        f"git reduce: {result.status.replace('-', ' ')}: {result.label} -- {result.where}\n\n"
         f"{result.reason or ''}\n\nTest: {result.command}{test}\n"
     )
 

@@ -19,7 +19,7 @@ from gitreduce.sessions.batch import Child
 # Statuses of a finding. Settled ones are not redone by a rerun (see --retry).
 REDUCED = "reduced"
 NOT_REPRODUCED = "not-reproduced"  # the seed does not pass or the variant does not fail
-NOT_RUN = "not-run"  # nothing may run: no test defined, not a plain name, no single path
+NOT_RUN = "not-run"  # nothing may run: no test defined, not a plain name, a bad path
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 SETTLED = (REDUCED, NOT_REPRODUCED)  # failures may be the environment's: a rerun retries
@@ -27,7 +27,11 @@ SETTLED = (REDUCED, NOT_REPRODUCED)  # failures may be the environment's: a reru
 
 @dataclass
 class FindingResult:
-    """One finding: where it came from, what became of it and its reduced difference."""
+    """One finding: where it came from, what became of it and its reduced difference.
+
+    `paths` are the files it reduces; `path` is the one file of a one-file finding
+    (None for a finding of several, reduced as a pair of sets).
+    """
 
     key: str
     label: str
@@ -35,6 +39,7 @@ class FindingResult:
     path: str | None
     test_name: str | None
     command: str | None
+    paths: list[str] = field(default_factory=list)
     status: str = "queued"
     reason: str | None = None
     signature: str | None = None
@@ -53,6 +58,11 @@ class FindingResult:
     reduced: tuple[str, str] | None = None  # the reduced seed and variant, for reports
 
     @property
+    def where(self) -> str:
+        """Its files, for a line or a note."""
+        return " ".join(self.paths) or self.path or ""
+
+    @property
     def reduced_diff(self) -> int | None:
         return self.diff_tokens[1] if self.diff_tokens else None
 
@@ -61,6 +71,7 @@ class FindingResult:
             "id": self.label,
             "commit": self.commit,
             "path": self.path,
+            "paths": self.paths,
             "test_name": self.test_name,
             "status": self.status,
             "reason": self.reason,
@@ -183,10 +194,10 @@ TriageProgress = Callable[[TriageState], None]
 
 
 def bucket_key(finding: FindingResult) -> str:
-    """The signature with the finding's own file name masked: findings of one bug live in
+    """The signature with the finding's own file names masked: findings of one bug live in
     files of different names, which compilers quote."""
     signature = finding.signature or ""
-    if finding.path:
-        name = PurePosixPath(finding.path).name
+    for path in finding.paths or ([finding.path] if finding.path else []):
+        name = PurePosixPath(path).name
         signature = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", "<file>", signature)
     return signature

@@ -14,9 +14,18 @@ import jsonschema
 import pytest
 from hook_support import note_of, reductions_in, run_git
 from support import eventually
-from triage_support import SIGNATURES, file_at, findings_repo, reduce_cmd, triage
+from triage_support import (
+    SIGNATURES,
+    commit_set_finding,
+    file_at,
+    findings_repo,
+    reduce_cmd,
+    set_test,
+    triage,
+)
 
 from gitreduce.cli.triage import status_line
+from gitreduce.cli.triage_html import render_index
 from gitreduce.sessions.triage_state import FindingResult, TriageState
 
 SCHEMA = json.loads(resources.files("gitreduce").joinpath("schema.json").read_text())
@@ -68,6 +77,86 @@ def test_triage_reduces_every_finding_into_buckets_and_a_rerun_runs_nothing(
     assert again["tests_run"] == 0
     assert [f["status"] for f in again["findings"]] == ["reduced"] * 3
     assert len(again["buckets"]) == 2
+
+
+def test_commits_changing_several_files_are_reduced_as_sets_without_reduce_path(
+    tmp_path: Path,
+) -> None:
+    """A header and two .c files change; the bug needs the header and one of them. Another
+    such finding deletes b.c. Both reduce to the few-token change and share the bucket of a
+    one-file finding of the same bug, which is reduced as before."""
+    repo, env, [single] = findings_repo(tmp_path, ["shift"])
+    script = set_test(tmp_path, repo, env)
+    changed = commit_set_finding(repo, env)
+    deleting = commit_set_finding(repo, env, "sub", delete="b.c")
+    index = tmp_path / "triage.html"
+    summary = _summary(triage(repo, env, "--json", "--html", str(index), "--workers", "2"))
+    findings = {finding["commit"]: finding for finding in summary["findings"]}
+    assert findings[single]["paths"] == ["f1.c"] and findings[single]["path"] == "f1.c"
+    assert findings[changed]["paths"] == ["a.c", "b.c", "defs.h"]
+    assert findings[deleting]["paths"] == ["sub/a.c", "sub/b.c", "sub/defs.h"]
+    [bucket] = summary["buckets"]
+    assert bucket["signature"] == SIGNATURES["shift"] and bucket["count"] == 3
+    for sha in (changed, deleting):
+        finding = findings[sha]
+        assert finding["status"] == "reduced" and finding["path"] is None
+        assert finding["diff_tokens"][1] <= 3, finding["diff"]
+        branch = finding["branch"]
+        # The change is in the header and a.c only, and each side holds its verdict.
+        touched = run_git(repo, env, "diff", "--name-only", f"{branch}^", branch).stdout.split()
+        assert sorted(Path(name).name for name in touched) == ["a.c", "defs.h"]
+        assert "+#define WIDTH 40" in finding["diff"] and "<<" in finding["diff"]
+        for rev, expected in ((f"{branch}^", 0), (branch, 1)):
+            where = tmp_path / f"{sha[:7]}-{expected}"
+            run_git(repo, env, "worktree", "add", "-q", "--detach", str(where), rev)
+            top = next(path.parent for path in where.rglob("defs.h"))
+            checked = subprocess.run([str(script), str(top)], capture_output=True, text=True)
+            assert checked.returncode == expected, checked.stderr
+        note = note_of(repo, env, sha)
+        assert note is not None and f"Branch: {branch}" in note and "+#define WIDTH 40" in note
+    page = index.read_text()
+    assert page.count('class="sig"') == 1
+    assert f"{changed[:7]} a.c b.c defs.h" in page
+    again = _summary(triage(repo, env, "--json"))
+    assert again["tests_run"] == 0
+    assert [f["status"] for f in again["findings"]] == ["reduced"] * 3
+
+
+def test_a_bad_path_among_several_runs_nothing_and_says_why(tmp_path: Path) -> None:
+    repo, env, _ = findings_repo(tmp_path, [])
+    set_test(tmp_path, repo, env)
+    (repo / "real.c").symlink_to("elsewhere.c")
+    run_git(repo, env, "add", "real.c")
+    sha = commit_set_finding(repo, env, trailers="Reduce-Test: gccset\nReduce-Path: real.c")
+    outside = commit_set_finding(
+        repo, env, "again", trailers="Reduce-Test: gccset\nReduce-Path: ../../etc/passwd"
+    )
+    summary = _summary(triage(repo, env, "--json"))
+    assert summary["tests_run"] == 0
+    reasons = {finding["commit"]: finding["reason"] for finding in summary["findings"]}
+    assert reasons == {
+        sha: "real.c is a symbolic link in its parent",
+        outside: "'../../etc/passwd' is not a path inside the repository",
+    }
+    for commit, reason in reasons.items():
+        note = note_of(repo, env, commit)
+        assert note is not None and note.startswith(f"not run: {reason}\n")
+
+
+def test_the_index_shows_a_set_findings_change_as_its_multi_file_diff(tmp_path: Path) -> None:
+    diff = "diff --git a/a.c b/a.c\n-int a;\n+int a = 1 << 40;\n"
+    finding = FindingResult(
+        "k", "abc1234", "abc1234" * 5, None, "gccset", "t {}", paths=["a.c", "defs.h"]
+    )
+    finding.status, finding.signature, finding.diff, finding.diff_tokens = (
+        "reduced",
+        "exit 1: error: <b>",
+        diff,
+        [9, 3],
+    )
+    page = render_index(TriageState([finding]), tmp_path)
+    assert '<pre class="diff">diff --git a/a.c b/a.c' in page
+    assert "abc1234 a.c defs.h (3 tokens)" in page and "&lt;b&gt;" in page
 
 
 def test_representatives_run_before_their_duplicates(tmp_path: Path) -> None:

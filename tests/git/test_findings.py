@@ -59,17 +59,80 @@ def test_what_may_not_run_says_why(repo: tuple[Path, dict], message: str, proble
     assert finding.command is None or "rm" not in finding.command
 
 
-def test_several_files_need_a_reduce_path(repo: tuple[Path, dict]) -> None:
+def test_several_files_make_one_finding_of_them_all(repo: tuple[Path, dict]) -> None:
     path, env = repo
-    many = commit(path, env, "x\n\nReduce-Test: gcc", a_c="int a = 3;\n", b_c="int b;\n")
-    named = commit(
-        path, env, "x\n\nReduce-Test: gcc\nReduce-Path: b.c", a_c="int a = 4;\n", b_c="int b=1;\n"
+    (path / "gone.c").write_text("int gone;\n")
+    run_git(path, env, "add", "gone.c")
+    run_git(path, env, "commit", "-q", "-m", "more seed")
+    (path / "gone.c").unlink()
+    sha = commit(path, env, "x\n\nReduce-Test: gcc", a_c="int a = 3;\n", new_c="int n;\n")
+    finding = examine(pygit2.Repository(str(path)), sha)
+    assert finding is not None and finding.problem is None, finding
+    # Modified, deleted and added alike, in git's order; no single path.
+    assert finding.paths == ("a.c", "gone.c", "new.c") and finding.path is None
+
+
+def test_reduce_path_trailers_add_files(repo: tuple[Path, dict]) -> None:
+    """Every Reduce-Path trailer counts, each naming one path (spaces included); a changed
+    file named again is taken once."""
+    path, env = repo
+    (path / "h.h").write_text("#define H 1\n")
+    (path / "k 2.h").write_text("#define K 1\n")
+    (path / "b.c").write_text("int b;\n")
+    run_git(path, env, "add", "-A")
+    run_git(path, env, "commit", "-q", "-m", "more seed")
+    sha = commit(
+        path,
+        env,
+        "x\n\nReduce-Test: gcc\nReduce-Path: h.h\nReduce-Path: a.c\nreduce-path: k 2.h",
+        a_c="int a = 4;\n",
     )
     repository = pygit2.Repository(str(path))
-    unnamed = examine(repository, many)
-    assert unnamed is not None and "changes 2 files" in (unnamed.problem or "")
-    chosen = examine(repository, named)
-    assert chosen is not None and chosen.problem is None and chosen.path == "b.c"
+    finding = examine(repository, sha)
+    assert finding is not None and finding.problem is None, finding
+    assert finding.paths == ("a.c", "h.h", "k 2.h")
+    served = commit(path, env, "plain\n\nReduce-Path: b.c", a_c="int a = 5;\n")
+    by_test = examine(repository, served, "./mine.sh {}")
+    assert by_test is not None and by_test.paths == ("a.c", "b.c") and by_test.problem is None
+
+
+@pytest.mark.parametrize(
+    ("trailer", "problem"),
+    [
+        ("Reduce-Path: /etc/passwd", "'/etc/passwd' is not a path inside the repository"),
+        ("Reduce-Path: ../outside.c", "'../outside.c' is not a path inside the repository"),
+        ("Reduce-Path: ./a.c", "'./a.c' is not a path inside the repository"),
+        ("Reduce-Path: nowhere.c", "nowhere.c does not exist in the commit or its parent"),
+        ("Reduce-Path: dir", "dir is not a file in its parent"),
+        ("Reduce-Path: link.c", "link.c is a symbolic link in its parent"),
+        ("Reduce-Path: module", "module is not a file in its parent"),
+    ],
+)
+def test_a_bad_path_among_several_says_why(
+    repo: tuple[Path, dict], trailer: str, problem: str
+) -> None:
+    path, env = repo
+    (path / "dir").mkdir()
+    (path / "dir" / "x.c").write_text("int x;\n")
+    (path / "link.c").symlink_to("a.c")
+    seeded = run_git(path, env, "rev-parse", "HEAD").stdout.strip()
+    run_git(path, env, "add", "-A")
+    run_git(path, env, "update-index", "--add", "--cacheinfo", f"160000,{seeded},module")
+    (path / "module").mkdir()  # as git leaves a submodule not checked out
+    run_git(path, env, "commit", "-q", "-m", "more seed")
+    sha = commit(path, env, f"x\n\nReduce-Test: gcc\n{trailer}", a_c="int a = 6;\n")
+    finding = examine(pygit2.Repository(str(path)), sha)
+    assert finding is not None and finding.problem == problem
+    assert finding.command == "./t.sh {}"  # the test is known; the paths are what is wrong
+
+
+def test_one_path_is_checked_as_before(repo: tuple[Path, dict]) -> None:
+    """A finding of one file stays a one-file reduction: the file must be at both commits."""
+    path, env = repo
+    added = commit(path, env, "x\n\nReduce-Test: gcc", new_c="int n;\n")
+    finding = examine(pygit2.Repository(str(path)), added)
+    assert finding is not None and finding.problem == "new.c does not exist in its parent"
+    assert finding.paths == ("new.c",)
 
 
 def test_without_a_trailer_only_a_command_line_test_makes_a_finding(

@@ -26,7 +26,7 @@ from hook_support import (
     run_git,
     wait_for_note,
 )
-from triage_support import MUTATIONS, SEED, TEST_SCRIPT
+from triage_support import MUTATIONS, SEED, TEST_SCRIPT, commit_set_finding, set_test
 
 from gitreduce.core.errors import UserError
 from gitreduce.git import hooks
@@ -186,7 +186,7 @@ def test_a_finding_commit_gets_its_minimal_change_as_a_note(
 
 
 def test_a_failing_reduction_leaves_a_note_saying_why(repo: Path, env: dict[str, str]) -> None:
-    """Several files changed, Reduce-Path picks one; the test calls the seed bad, so it fails."""
+    """Two files changed, reduced as a set; the test calls the seed set bad, so it fails."""
     hooks.install(repo)
     git(repo, env, "config", "gitreduce.test.fails.command", "false")
     (repo / "a.txt").write_text("one\n")
@@ -208,7 +208,7 @@ def test_a_failing_reduction_leaves_a_note_saying_why(repo: Path, env: dict[str,
     )
     note = wait_for_note(repo, env, "HEAD", 60)
     assert note.startswith("git reduce: not reproduced:")
-    assert "-- a.txt" in note and "Test: false (gitreduce.test.fails.command)" in note
+    assert "-- a.txt b.txt" in note and "Test: false (gitreduce.test.fails.command)" in note
     assert "seed" in note  # git-reduce's one-line reason: the seed is not good
 
 
@@ -223,21 +223,38 @@ def test_no_trailer_no_work(repo: Path, env: dict[str, str]) -> None:
     assert not (repo / ".git" / "gitreduce-hook.log").exists()
 
 
-def test_several_changed_files_without_reduce_path_are_skipped(
-    repo: Path, env: dict[str, str]
+@needs_gcc
+def test_a_commit_changing_several_files_is_queued_and_reduced_as_a_set(
+    tmp_path: Path, repo: Path, env: dict[str, str]
 ) -> None:
     hooks.install(repo)
+    set_test(tmp_path, repo, env)
+    sha = commit_set_finding(repo, env, "src")
+    note = wait_for_note(repo, env, sha)
+    assert "+#define WIDTH 40" in note and "<<" in note, note
+    assert f"Branch: reduce/{sha[:7]}" in note
+    changed = git(repo, env, "diff", "--name-only", f"reduce/{sha[:7]}^", f"reduce/{sha[:7]}")
+    assert changed.stdout.split() == ["src/a.c", "src/defs.h"]
+
+
+def test_the_hook_names_the_files_it_queues(repo: Path, env: dict[str, str]) -> None:
+    """No Reduce-Path needed: the changed files (and those Reduce-Path adds) are named, or
+    counted when there are many. The hook's git-reduce is `true` here: nothing is reduced."""
+    hooks.install(repo, executable=shutil.which("true"))
     git(repo, env, "config", "gitreduce.test.ok.command", "true")
-    (repo / "a.c").write_text("int a;\n")
-    (repo / "b.c").write_text("int b;\n")
+    for name in ("a.c", "b.c", "h.h", *(f"m{n}.c" for n in range(5))):
+        (repo / name).write_text(f"int {name[0]};\n")
     git(repo, env, "add", ".")
     git(repo, env, "commit", "-q", "-m", "seed")
     (repo / "a.c").write_text("int aa;\n")
     (repo / "b.c").write_text("int bb;\n")
-    committed = git(repo, env, "commit", "-q", "-a", "-m", "two files", "-m", "Reduce-Test: ok")
-    assert committed.returncode == 0
-    assert "changes 2 files" in committed.stderr and "Reduce-Path" in committed.stderr
-    assert not (repo / ".git" / "gitreduce-hook.log").exists()
+    message = "two files\n\nReduce-Test: ok\nReduce-Path: h.h\nReduce-Path: a.c"
+    named = git(repo, env, "commit", "-q", "-a", "-m", message)
+    assert "queued" in named.stderr and "(a.c b.c h.h, test 'ok')" in named.stderr
+    for number in range(5):
+        (repo / f"m{number}.c").write_text("int changed;\n")
+    many = git(repo, env, "commit", "-q", "-a", "-m", "many\n\nReduce-Test: ok")
+    assert "queued" in many.stderr and "(5 files, test 'ok')" in many.stderr
 
 
 def test_root_commit_and_cherry_pick_do_not_start_a_reduction(
