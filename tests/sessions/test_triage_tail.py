@@ -42,7 +42,8 @@ def test_the_workers_of_an_ended_reduction_go_to_the_one_still_running(tmp_path)
         'name=$(basename "$1")\n'
         f'mine=$(mktemp -p "{runs}" "$name.XXXXXX")\n'
         f'echo "$name $(ls "{runs}" | grep -c "^$name\\.")" >> "{seen}"\n'
-        "sleep 0.1\n"
+        # f1.c's tests take far longer, so it still runs when f2.c (two jobs) is done
+        'case "$name" in f1.c) sleep 0.4;; *) sleep 0.05;; esac\n'
         f'"{tmp_path / "gcc-test.sh"}" "$1"\n'
         "code=$?\n"
         'rm -f "$mine"\n'
