@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gitreduce.core.current import Current
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.grammars import Grammar
@@ -28,12 +29,13 @@ from gitreduce.pair.alignment import SEED, VARIANT, Alignment
 from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.coarse import coarse_commonality
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
+from gitreduce.pair.lift import lift
 from gitreduce.pair.seed_view import SeedCurrent
 from gitreduce.pair.state import PairState
 from gitreduce.pair.token_tree import TokenTree, parse_tokens, seed_tree
 from gitreduce.pair.tokens import TokenList, tokenize
 from gitreduce.pair.treediff import Operation, Replacement, TreeDiff, Update, diff_trees
-from gitreduce.passes.schedule import reduce_program
+from gitreduce.passes.schedule import Program, reduce_program, sweep
 
 
 def _remove_seed(state: PairState, indices: list[int]) -> PairState:
@@ -181,6 +183,73 @@ def min_commonality(current: PairCurrent) -> bool:
     return measure(current.state) < before
 
 
+class _Unliftable(Exception):
+    """A reduced variant whose lifted seed does not pass: the variant's sweeps stop."""
+
+
+def variant_first(current: PairCurrent) -> bool:
+    """Perses' tree sweeps on the variant alone, the seed lifted to match (`pair/lift.py`).
+
+    Reducing the variant alone costs one test per candidate, as single-program
+    reduction does, and leaves programs whose tests are fast for the passes
+    that judge both. The lift is tried after the 1st, 2nd, 4th, 8th, ...
+    accepted variant and after the last; each lift that passes becomes the
+    pair. The first that does not stops the sweeps (a deletion the variant's
+    failure survives broke the seed: a seed that must compile, a crash before
+    type checking), and bisection between it and the last good one finds the
+    newest variant that still lifts. Where the very first does not, the pass
+    costs the tests up to its first success and one more.
+    """
+    if current.syntax is None:
+        return False
+    grammar = current.syntax.grammar
+    base = Alignment.of(current.state.seed_text(), current.state.variant_text(), grammar)
+    history: list[bytes] = []
+    known = -1  # the newest position of `history` whose lift is the pair
+
+    def lifted(position: int) -> bool:
+        variant = tokenize(history[position], grammar)
+        pair = Alignment(tokenize(lift(base, variant), grammar), variant)
+        return current.try_states([PairState.full(pair)]) is not None
+
+    def accepted(reduced: Current) -> None:
+        nonlocal known
+        history.append(reduced.text)
+        newest = len(history) - 1
+        if len(history) & newest == 0:  # a power of two
+            if not lifted(newest):
+                raise _Unliftable
+            known = newest
+
+    view = Current(
+        current.state.variant_text(),
+        current.engine,
+        current.syntax,
+        on_change=accepted,
+        place=current.places[1] if current.places is not None else None,
+        accepts=current.variant_ok,
+    )
+    view.label = current.label
+    program = Program.of(view)
+    assert program.original is not None
+    try:
+        while sweep(view, program.original):
+            pass
+        newest = len(history) - 1
+        if known == newest or lifted(newest):
+            return newest >= 0
+    except _Unliftable:
+        pass
+    refused = len(history) - 1
+    while refused - known > 1:
+        middle = (known + refused) // 2
+        if lifted(middle):
+            known = middle
+        else:
+            refused = middle
+    return known >= 0
+
+
 @dataclass(frozen=True)
 class Round:
     """One PPR round: the pair, and whether MinTdiff may hoist inside the changes yet.
@@ -201,6 +270,12 @@ class Round:
 
 
 ROUND: tuple[Pass[Round], ...] = (
+    Pass(
+        "variant-first",
+        lambda round_: variant_first(round_.current),
+        "tree sweeps on the variant alone (one test a candidate), then the seed lifted to it",
+        applies=lambda round_: round_.first,
+    ),
     Pass(
         "coarse-commonality",
         lambda round_: coarse_commonality(round_.current),
