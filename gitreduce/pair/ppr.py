@@ -6,10 +6,12 @@ subsets, and every candidate renders to a seed and a variant that are judged
 together: the seed must stay good (psi_s) and the variant bad the same way
 (psi_v). The loop runs MinTdiff, MinLdiff and MinCommonality in that order to
 a fixpoint: differences before commonality, tree differences before list
-differences, as the paper's RQ4 found best. The first round starts with a
-coarse commonality pass (`pair/coarse.py`): whole declarations and statements
-both programs hold identically go first, so the difference passes test small
-programs, and the difference itself is left to them untouched.
+differences, as the paper's RQ4 found best. The first round starts by making
+both programs small while their tests are slow: the variant's tree sweeps
+judged on the variant alone, the seed lifted to the result (`variant_first`,
+`pair/lift.py`), then a coarse commonality pass (`pair/coarse.py`): whole
+declarations and statements both programs hold identically go, the difference
+itself left to the passes after it.
 
 Nodes are addressed by the original seed token indices they cover, which no
 deletion ever shifts, so pending work survives every accepted candidate.

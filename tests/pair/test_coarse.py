@@ -7,8 +7,7 @@ fails while it assigns a post-decrement, the seed passes while it does not.
 
 from __future__ import annotations
 
-import re
-
+from post_decrement import SEED, VARIANT, bug, flat
 from support import make_engine
 
 from gitreduce.core.outcome import Outcome, Verdict
@@ -22,41 +21,6 @@ from gitreduce.pair.state import PairState
 
 C = grammars.load("c")
 PYTHON = grammars.load("python")
-
-SEED = b"""#include <stdio.h>
-
-struct point { int x; int y; };
-
-int helper(int a, int b) { return a * b + 3; }
-
-int unrelated(void) { int q = 4; return q * q; }
-
-int main(void) {
-    int x = 1, y = 2;
-    printf("%d\\n", helper(x, y));
-    for (int i = 0; i < 10; i++) {
-        x += helper(i, y);
-        y += i;
-    }
-    y = x - 1;
-    return y;
-}
-"""
-# the bug: `x = y--` where the seed has `y = x - 1`; plus a change inside `unrelated` and
-# an insertion inside a declaration, which the pass may not delete
-VARIANT = (
-    SEED.replace(b"y = x - 1;", b"x = y--;")
-    .replace(b"return q * q;", b"return q + q * 2;")
-    .replace(b"int x = 1, y = 2;", b"int x = 1, y = 2, z = 7;")
-)
-
-
-def flat(text: bytes) -> bytes:
-    return re.sub(rb"\s+", b"", text)
-
-
-def bug(text: bytes) -> bool:
-    return re.search(rb"\w=\w--;", flat(text)) is not None
 
 
 def pair_current(

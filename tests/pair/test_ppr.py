@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from post_decrement import bug, flat
 from support import make_engine
 
 from gitreduce.core import edits
@@ -49,15 +50,6 @@ VARIANT = (
     .replace(b"return q * q;", b"return q + q * 2;")
     .replace(b"int x = 1, y = 2;", b"int x = 1, y = 2, z = 7;")
 )
-
-
-def flat(text: bytes) -> bytes:
-    return re.sub(rb"\s+", b"", text)
-
-
-def bug(text: bytes) -> bool:
-    """The stand-in compiler bug: a post-decrement assigned to another variable."""
-    return re.search(rb"\w=\w--;", flat(text)) is not None
 
 
 def pair_current(

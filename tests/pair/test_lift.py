@@ -1,0 +1,135 @@
+"""The seed lifted to a reduced variant, and the `variant-first` pass that uses it.
+
+The pass's oracle is a Python rule standing for the bug (as in test_coarse.py):
+the variant fails while it assigns a post-decrement. For the seed to pass it
+must also "compile" where said so: every function it calls is defined.
+"""
+
+from __future__ import annotations
+
+import re
+
+from post_decrement import SEED, VARIANT, bug, flat
+
+from gitreduce.core.engine import Engine
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.pair.alignment import Alignment
+from gitreduce.pair.current import PairCurrent
+from gitreduce.pair.lift import lift
+from gitreduce.pair.ppr import reduce_pair, variant_first
+from gitreduce.pair.state import PairState
+from gitreduce.pair.tokens import tokenize
+
+C = grammars.load("c")
+
+
+def a_seed(text: bytes) -> bool:
+    """Whether `text` came from the seed: only the seed has its side of the bug's change."""
+    return b"y=x-1;" in flat(text)
+
+
+def lifted(seed: bytes, variant: bytes, reduced: bytes) -> bytes:
+    return lift(Alignment.of(seed, variant, C), tokenize(reduced, C))
+
+
+def test_the_unreduced_variant_lifts_to_the_seed_byte_for_byte() -> None:
+    assert lifted(SEED, VARIANT, VARIANT) == SEED
+
+
+def test_changes_the_reduction_kept_come_back_as_the_seed_had_them() -> None:
+    seed = b"int f(int x) { int y = x * 2; y++; return y; }\n"
+    variant = b"int f(int x) { int y = x - 2; return y; }\n"  # `*` -> `-`, `y++;` deleted
+    reduced = b"f(int x) { int y = x - 2; return y; }\n"  # the result type went
+    assert lifted(seed, variant, reduced) == b"f(int x) { int y = x * 2; y++; return y; }\n"
+
+
+def test_a_change_whose_tokens_all_went_goes_from_the_seed_too() -> None:
+    seed = b"int a = 1;\nint b = 2;\nint c = 3;\n"
+    variant = b"int a = 1;\nint b = 5;\nint c = 3;\n"
+    assert lifted(seed, variant, b"int a = 1;\nint c = 3;\n") == b"int a = 1;\nint c = 3;\n"
+
+
+def test_a_deleted_statement_stays_out_when_its_neighbours_went() -> None:
+    seed = b"void g(void) { f(); h(); k(); }\nvoid m(void) { }\n"
+    variant = b"void g(void) { f(); k(); }\nvoid m(void) { }\n"  # `h();` deleted
+    assert lifted(seed, variant, b"void m(void) { }\n") == b"void m(void) { }\n"
+    kept = lifted(seed, variant, b"void g(void) { f(); k(); }\n")
+    assert kept == b"void g(void) { f(); h(); k(); }\n"
+
+
+def test_tokens_the_reduction_introduced_stay_and_tokens_never_glue() -> None:
+    seed = b"int f(int x) { return g(x) + x++; }\n"
+    variant = b"int f(int x) { return g(x) + x--; }\n"
+    reduced = b"int f(int x) { return 0 + x--; }\n"  # a stock phrase for `g(x)`
+    assert lifted(seed, variant, reduced) == b"int f(int x) { return 0 + x++; }\n"
+
+
+# --- the pass ------------------------------------------------------------------------------
+
+
+def compiles(text: bytes) -> bool:
+    """Every called function is defined (the C rule the seed's test stands for)."""
+    called = set(re.findall(rb"(\w+)\s*\(", flat_calls(text))) - {b"if", b"for", b"while"}
+    defined = set(re.findall(rb"\b\w+\s+\**(\w+)\s*\([^;]*?\)\s*\{", text))
+    return called <= defined | {b"printf", b"main"}
+
+
+def flat_calls(text: bytes) -> bytes:
+    """The bodies only: calls, not definitions."""
+    return re.sub(rb"\b\w+\s+\**\w+\s*\([^;{]*\)\s*\{", b"{", text)
+
+
+def pair_current(*, seed_must_compile: bool, tested: list[bytes]) -> PairCurrent:
+    def run(text: bytes) -> Outcome:
+        tested.append(text)
+        if bug(text):
+            return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
+        if seed_must_compile and not compiles(text):
+            return Outcome(Verdict.SKIP, 125, 0.0)
+        return Outcome(Verdict.GOOD, 0, 0.0)
+
+    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    assert C is not None
+    state = PairState.full(Alignment.of(SEED, VARIANT, C))
+    return PairCurrent(
+        state,
+        engine,
+        Syntax(C, VARIANT),
+        lambda outcome: outcome.verdict is Verdict.GOOD,
+        lambda outcome: outcome.verdict is Verdict.BAD,
+    )
+
+
+def test_the_variant_is_reduced_alone_and_the_seed_follows() -> None:
+    tested: list[bytes] = []
+    current = pair_current(seed_must_compile=False, tested=tested)
+    assert variant_first(current)
+    seed, variant = current.state.seed_text(), current.state.variant_text()
+    assert not bug(seed) and bug(variant)
+    assert len(seed) < len(SEED) // 4 and len(variant) < len(VARIANT) // 4
+    # only the lifts were seeds: every other test was of a variant
+    seeds = [text for text in tested if a_seed(text)]
+    assert 0 < len(seeds) <= 2 * len(tested).bit_length(), seeds
+
+
+def test_a_lift_that_does_not_compile_stops_the_sweeps() -> None:
+    """Deleting `helper` keeps the variant failing but leaves the seed calling nothing: the
+    first lift that does not pass ends the variant's sweeps (only lifts of variants
+    already accepted are tested after it), and the pair is the newest that lifts."""
+    assert compiles(SEED) and not compiles(SEED.replace(b"int helper", b"int other"))
+    tested: list[bytes] = []
+    current = pair_current(seed_must_compile=True, tested=tested)
+    variant_first(current)
+    refused = [at for at, text in enumerate(tested) if a_seed(text) and not compiles(text)]
+    assert refused, "no lift failed: the rule does not test what it should"
+    assert all(a_seed(text) for text in tested[refused[0] :])  # no variant tested after
+    lifts = [text for text in tested if a_seed(text)]
+    assert len(lifts) <= 2 * len(tested).bit_length() + 2
+    seed, variant = current.state.seed_text(), current.state.variant_text()
+    assert compiles(seed) and not bug(seed) and bug(variant)
+    reduce_pair(current)
+    seed, variant = current.state.seed_text(), current.state.variant_text()
+    assert compiles(seed) and not bug(seed) and bug(variant)
+    assert b"unrelated" not in seed and b"unrelated" not in variant
