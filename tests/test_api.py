@@ -258,7 +258,13 @@ def test_unknown_pass_names_are_refused_before_any_test(tmp_path: Path) -> None:
     assert "min-commonality/windows" in api.known_passes()
     single, pairwise, sets = ([name for name, _ in passes] for _, passes in api.pass_schedules())
     assert single[0] == "tree"
-    assert pairwise == ["coarse-commonality", "min-tdiff", "min-ldiff", "min-commonality"]
+    assert pairwise == [
+        "variant-first",
+        "coarse-commonality",
+        "min-tdiff",
+        "min-ldiff",
+        "min-commonality",
+    ]
     assert sets[:3] == ["set-tdiff", "set-ldiff", "set-commonality"]
     assert {"file-ppr/min-tdiff", "file-one-side/tree"} <= set(api.known_passes())
     with pytest.raises(gitreduce.UserError, match="unknown pass 'file-ppr/bogus'"):

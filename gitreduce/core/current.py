@@ -37,6 +37,8 @@ class Current:
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
         self._on_change = on_change
         self.text = text
+        # the text as the engine took it: a rendered candidate remembers its base and edits
+        self.rendered = text
         self.parsed: Parsed | None = syntax.parse(text) if syntax else None
 
     @property
@@ -78,6 +80,7 @@ class Current:
         if found is None:
             return None
         self.text = bytes(found[1])  # not the rendered text: it holds its base, and that its own
+        self.rendered = found[1]
         if self.syntax is not None:
             self.parsed = self.syntax.parse(self.text)
         if self._on_change is not None:

@@ -79,9 +79,17 @@ class Alignment:
     of either program can translate token indices.
     """
 
-    def __init__(self, seed: TokenList, variant: TokenList) -> None:
+    def __init__(
+        self,
+        seed: TokenList,
+        variant: TokenList,
+        token_diff: list[tuple[int, int]] | None = None,
+    ) -> None:
+        """`token_diff`: the diff as `diff_ops` gives it, when the caller knows it already."""
         self.seed = seed
         self.variant = variant
+        if token_diff is None:
+            token_diff = diff_ops(seed.texts(), variant.texts())
         ops: list[Equal | Hunk] = []
         hunks: list[Hunk] = []
         seed_at = variant_at = 0
@@ -95,7 +103,7 @@ class Alignment:
                 ops.append(hunk)
                 pending = None
 
-        for change, count in diff_ops(seed.texts(), variant.texts()):
+        for change, count in token_diff:
             if count == 0:
                 continue
             if change == 0:

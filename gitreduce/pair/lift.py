@@ -13,43 +13,180 @@ back at every change of the original pair whose variant tokens survive.
 
 A change whose variant tokens all went is gone from both programs; a change
 the variant made by deleting seed tokens comes back where both neighbours
-survive. Tokens the reduction introduced (a stock phrase, a hoisted child)
-stay unless they fall inside a change, where the seed's version wins. The
-lifted seed is only a candidate: the seed's test decides whether it is one.
+survive. Tokens the reduction wrote (a stock phrase) stay unless they fall
+inside a change, where the seed's version wins. The lifted seed is only a
+candidate: the seed's test decides whether it is one.
+
+Which reduced token is which variant token is known, not guessed: every
+accepted candidate is its base with a few byte ranges replaced
+(`edits.Rendered`), so `Provenance` follows the variant's bytes through the
+reduction at the cost of a few segments per accepted candidate. Diffing the
+programs instead costs a Myers run, seconds on 20,000 tokens with thousands
+deleted, and may match a kept `;` with the wrong one. For the same reason the
+lifted pair's token diff is built by the lift, not searched (see `_Output`).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Iterable
 
-from gitreduce.pair.alignment import Alignment, Hunk
-from gitreduce.pair.tokens import TokenList, join
+from gitreduce.lang.grammars import Grammar
+from gitreduce.pair.alignment import Alignment, Hunk, diff_ops
+from gitreduce.pair.tokens import TokenList, join, tokenize
+
+# (start, end, origin): text[start:end] is the original variant's bytes from `origin` on
+Segment = tuple[int, int, int]
+
+
+class Provenance:
+    """Which bytes of a reduced variant are the original variant's, and from where."""
+
+    def __init__(self, segments: list[Segment]) -> None:
+        self.segments = segments
+        self._starts = [segment[0] for segment in segments]
+
+    @classmethod
+    def original(cls, text: bytes) -> Provenance:
+        return cls([(0, len(text), 0)] if text else [])
+
+    def after(self, base: bytes, splices: Iterable[tuple[int, int, bytes]]) -> Provenance:
+        """The provenance of `base` (whose provenance this is) with `splices` written:
+        (start, end, replacement) in `base`'s offsets, ordered. A replacement found
+        inside the range it replaces (a hoisted child) keeps its bytes' origin."""
+        kept: list[tuple[int, int, int]] = []  # (base start, base end, new start)
+        position = written = 0
+        for start, end, replacement in splices:
+            if start > position:
+                kept.append((position, start, written))
+                written += start - position
+            inner = base.find(replacement, start, end) if replacement.strip() else -1
+            if inner >= 0:
+                kept.append((inner, inner + len(replacement), written))
+            written += len(replacement)
+            position = end
+        kept.append((position, len(base), written))
+        segments: list[Segment] = []
+        own = self.segments
+        first = 0
+        for kept_start, kept_end, new_start in kept:
+            while first < len(own) and own[first][1] <= kept_start:
+                first += 1
+            at = first
+            while at < len(own) and own[at][0] < kept_end:
+                start, end, origin = own[at]
+                low, high = max(start, kept_start), min(end, kept_end)
+                if low < high:
+                    shift = new_start - kept_start
+                    segments.append((low + shift, high + shift, origin + low - start))
+                at += 1
+        return Provenance(segments)
+
+    def origins(self, variant: TokenList, reduced: TokenList) -> list[int]:
+        """Per token of `reduced`, the variant token it is (same bytes, same place in the
+        original), or -1 for one the reduction wrote."""
+        token_at = {start: index for index, start in enumerate(variant.starts)}
+        origins = [-1] * len(reduced)
+        for index, (start, end) in enumerate(zip(reduced.starts, reduced.ends, strict=True)):
+            at = bisect_right(self._starts, start) - 1
+            if at < 0 or self.segments[at][1] < end:
+                continue
+            segment_start, _, origin = self.segments[at]
+            partner = token_at.get(origin + start - segment_start, -1)
+            if partner >= 0 and variant.ends[partner] - variant.starts[partner] == end - start:
+                origins[index] = partner
+        return origins
+
+
+def diffed_origins(variant: TokenList, reduced: TokenList) -> list[int]:
+    """`Provenance.origins` by a token diff, for a reduced text of unknown making."""
+    return Alignment(variant, reduced).variant_to_seed
 
 
 class _Output:
-    """The lifted seed's tokens, each with the trivia before it, and where a joint needs
-    `join`'s check: only between tokens that were not neighbours in one source."""
+    """The lifted seed's tokens, each with the trivia before it; where a joint needs
+    `join`'s check (only between tokens that were not neighbours in one source); and
+    the token diff of the lifted seed and the reduced variant.
 
-    def __init__(self) -> None:
+    The diff is built, not searched: the reduced variant's tokens the lift
+    takes are common to both, everything between two of them is one side's
+    own, and only those stretches, one change each, are diffed.
+    """
+
+    def __init__(self, reduced: TokenList) -> None:
         self.chunks: list[bytes] = []
         self.gaps: list[bool] = []
+        self.texts: list[bytes] = []  # the lifted seed's tokens
+        self.token_diff: list[tuple[int, int]] = []
+        self._reduced = reduced
+        self._reduced_texts = reduced.texts()
         self._after: tuple[int, int] = (-1, -1)  # (source, index) the next neighbour would be
+        self._own: list[bytes] = []  # seed tokens taken since the last common one
+        self._common = -1  # the reduced variant's last common token
 
     def take(self, tokens: TokenList, start: int, end: int) -> None:
         if start >= end:
             return
-        text, leads, ends = tokens.text, tokens.leads, tokens.ends
+        text, starts, leads, ends = tokens.text, tokens.starts, tokens.leads, tokens.ends
         self.gaps.append(self._after != (id(tokens), start))
         self.chunks.append(text[leads[start] : ends[end - 1]])
         self._after = (id(tokens), end)
+        taken = [text[starts[index] : ends[index]] for index in range(start, end)]
+        self.texts += taken
+        if tokens is not self._reduced:
+            self._own += taken
+            return
+        for index in range(start, end):
+            self._close(index)
+            self.token_diff.append((0, 1))
+            self._common = index
+
+    def _close(self, common: int) -> None:
+        """The change between the last common token and `common` (the reduced variant's)."""
+        theirs = self._reduced_texts[self._common + 1 : common]
+        if self._own or theirs:
+            self.token_diff += diff_ops(self._own, theirs)
+        self._own = []
+
+    def finish(self) -> None:
+        self._close(len(self._reduced))
 
 
-def lift(pair: Alignment, reduced: TokenList) -> bytes:
-    """The seed for `reduced`, a reduction of `pair.variant` (see the module's docstring)."""
+class Lifted:
+    """A lifted seed, and its alignment with the reduced variant."""
+
+    def __init__(self, text: bytes, out: _Output) -> None:
+        self.text = text
+        self._texts = out.texts
+        self._token_diff = out.token_diff
+
+    def alignment(self, reduced: TokenList, grammar: Grammar | None) -> Alignment:
+        """Aligned by the diff the lift built when the lifted text lexes into the very
+        tokens it was built from; else diffed afresh."""
+        seed = tokenize(self.text, grammar)
+        if seed.texts() == self._texts:
+            return Alignment(seed, reduced, self._token_diff)
+        return Alignment(seed, reduced)
+
+
+def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
+    """The seed for `reduced`, a reduction of `pair.variant` whose token j is variant token
+    `origins[j]` (-1: written by the reduction); see the module's docstring."""
     variant, seed = pair.variant, pair.seed
-    reduction = Alignment(variant, reduced)
-    kept = reduction.seed_to_variant
     count = len(variant)
+    kept = [-1] * count
+    introduced: dict[int, list[int]] = defaultdict(list)  # variant position -> written tokens
+    pending: list[int] = []
+    for index, origin in enumerate(origins):
+        if origin < 0:
+            pending.append(index)
+            continue
+        kept[origin] = index
+        if pending:
+            introduced[origin] += pending
+            pending = []
+    introduced[count] += pending
 
     def survives(index: int) -> bool:
         return index < 0 or index >= count or kept[index] >= 0
@@ -58,19 +195,15 @@ def lift(pair: Alignment, reduced: TokenList) -> bytes:
     for hunk in pair.hunks:
         if hunk.variant_start == hunk.variant_end:
             insertions[hunk.variant_start].append(hunk)
-    introduced: dict[int, list[Hunk]] = defaultdict(list)  # the reduction's own tokens
-    for hunk in reduction.hunks:
-        if hunk.variant_start < hunk.variant_end:
-            introduced[hunk.seed_start].append(hunk)
-    out = _Output()
+    out = _Output(reduced)
     for index in range(count + 1):
         for hunk in insertions.get(index, ()):
             if survives(index - 1) and survives(index):
                 out.take(seed, hunk.seed_start, hunk.seed_end)
         changed = pair.variant_hunk[index] if index < count else -1
         if changed < 0:
-            for hunk in introduced.get(index, ()):
-                out.take(reduced, hunk.variant_start, hunk.variant_end)
+            for written in introduced.get(index, ()):
+                out.take(reduced, written, written + 1)
         if index == count:
             break
         if changed >= 0:
@@ -81,4 +214,5 @@ def lift(pair: Alignment, reduced: TokenList) -> bytes:
                 out.take(seed, hunk.seed_start, hunk.seed_end)
         elif kept[index] >= 0:
             out.take(reduced, kept[index], kept[index] + 1)
-    return join(out.chunks, out.gaps) + reduced.text[reduced.tail :]
+    out.finish()
+    return Lifted(join(out.chunks, out.gaps) + reduced.text[reduced.tail :], out)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gitreduce.core import edits
 from gitreduce.core.current import Current
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
@@ -31,7 +32,7 @@ from gitreduce.pair.alignment import SEED, VARIANT, Alignment
 from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.coarse import coarse_commonality
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
-from gitreduce.pair.lift import lift
+from gitreduce.pair.lift import Provenance, diffed_origins, lift
 from gitreduce.pair.seed_view import SeedCurrent
 from gitreduce.pair.state import PairState
 from gitreduce.pair.token_tree import TokenTree, parse_tokens, seed_tree
@@ -205,18 +206,32 @@ def variant_first(current: PairCurrent) -> bool:
     if current.syntax is None:
         return False
     grammar = current.syntax.grammar
-    base = Alignment.of(current.state.seed_text(), current.state.variant_text(), grammar)
+    original = current.state.variant_text()
+    base = current.state.alignment
+    if (base.seed.text, base.variant.text) != (current.state.seed_text(), original):
+        base = Alignment.of(current.state.seed_text(), original, grammar)
     history: list[bytes] = []
+    # how each accepted variant was made from the original, while its base's is known
+    provenance: dict[bytes, Provenance] = {original: Provenance.original(original)}
     known = -1  # the newest position of `history` whose lift is the pair
 
     def lifted(position: int) -> bool:
         variant = tokenize(history[position], grammar)
-        pair = Alignment(tokenize(lift(base, variant), grammar), variant)
+        made = provenance.get(history[position])
+        if made is not None:
+            origins = made.origins(base.variant, variant)
+        else:
+            origins = diffed_origins(base.variant, variant)
+        pair = lift(base, variant, origins).alignment(variant, grammar)
         return current.try_states([PairState.full(pair)]) is not None
 
     def accepted(reduced: Current) -> None:
         nonlocal known
         history.append(reduced.text)
+        rendered = reduced.rendered
+        if isinstance(rendered, edits.Rendered) and rendered.base in provenance:
+            made = provenance[rendered.base].after(rendered.base, rendered.splices)
+            provenance[reduced.text] = made
         newest = len(history) - 1
         if len(history) & newest == 0:  # a power of two
             if not lifted(newest):

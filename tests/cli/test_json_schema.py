@@ -151,7 +151,13 @@ def test_pairwise_run_on_plain_files(plain: Path, env: dict[str, str]) -> None:
     assert Path(record["variant_output"]).is_file() and patch.is_file()
     assert len(record["commits"]) == 2
     labels = pass_labels(record)
-    assert labels[:4] == ["coarse-commonality", "min-tdiff", "min-ldiff", "min-commonality"]
+    assert labels[:5] == [
+        "variant-first",
+        "coarse-commonality",
+        "min-tdiff",
+        "min-ldiff",
+        "min-commonality",
+    ]
     assert "min-commonality/tree" in labels
 
 

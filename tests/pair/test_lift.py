@@ -11,13 +11,14 @@ import re
 
 from post_decrement import SEED, VARIANT, bug, flat
 
+from gitreduce.core import edits
 from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.current import PairCurrent
-from gitreduce.pair.lift import lift
+from gitreduce.pair.lift import Provenance, diffed_origins, lift
 from gitreduce.pair.ppr import reduce_pair, variant_first
 from gitreduce.pair.state import PairState
 from gitreduce.pair.tokens import tokenize
@@ -31,7 +32,35 @@ def a_seed(text: bytes) -> bool:
 
 
 def lifted(seed: bytes, variant: bytes, reduced: bytes) -> bytes:
-    return lift(Alignment.of(seed, variant, C), tokenize(reduced, C))
+    """The lifted seed; the pair's alignment the lift built is a minimal one, as a search
+    would find."""
+    pair, tokens = Alignment.of(seed, variant, C), tokenize(reduced, C)
+    result = lift(pair, tokens, diffed_origins(pair.variant, tokens))
+    built = result.alignment(tokens, C)
+    searched = Alignment.of(result.text, reduced, C)
+    assert built.diff_size == searched.diff_size
+    assert [hunk.size for hunk in built.hunks] == [hunk.size for hunk in searched.hunks]
+    return result.text
+
+
+def test_provenance_follows_tokens_through_deletions_and_hoisting() -> None:
+    """Two accepted candidates in a row: a statement deleted, then `if (c) { ... }`
+    replaced by its body's statement. Every kept token is traced to its original
+    place, the hoisted ones included, and the `g` left after the first `g();` went is
+    the second one, which a diff could not tell."""
+    variant = b"int f(int c) { g(); g(); if (c) { h(); } return 0; }\n"
+    first = edits.apply(variant, [edits.Edit(15, 20)])  # the first `g();`
+    assert first == b"int f(int c) { g(); if (c) { h(); } return 0; }\n"
+    block = edits.Edit(first.index(b"if"), first.index(b"} return") + 1, b"h();")
+    second = edits.apply(first, [block])
+    assert second == b"int f(int c) { g(); h(); return 0; }\n"
+    made = Provenance.original(variant).after(variant, first.splices)
+    made = made.after(bytes(first), second.splices)
+    original, reduced = tokenize(variant, C), tokenize(second, C)
+    origins = made.origins(original, reduced)
+    assert all(origin >= 0 for origin in origins)
+    assert [original.token(origin) for origin in origins] == reduced.texts()
+    assert original.starts[origins[7]] == variant.index(b"g(); if")  # the second `g`
 
 
 def test_the_unreduced_variant_lifts_to_the_seed_byte_for_byte() -> None:
