@@ -117,7 +117,7 @@ class _Output:
     def __init__(self, reduced: TokenList) -> None:
         self.chunks: list[bytes] = []
         self.gaps: list[bool] = []
-        self.texts: list[bytes] = []  # the lifted seed's tokens
+        self.tokens = 0  # the lifted seed's
         self.token_diff: list[tuple[int, int]] = []
         self._reduced = reduced
         self._reduced_texts = reduced.texts()
@@ -132,10 +132,9 @@ class _Output:
         self.gaps.append(self._after != (id(tokens), start))
         self.chunks.append(text[leads[start] : ends[end - 1]])
         self._after = (id(tokens), end)
-        taken = [text[starts[index] : ends[index]] for index in range(start, end)]
-        self.texts += taken
+        self.tokens += end - start
         if tokens is not self._reduced:
-            self._own += taken
+            self._own += [text[starts[index] : ends[index]] for index in range(start, end)]
             return
         for index in range(start, end):
             self._close(index)
@@ -158,16 +157,31 @@ class Lifted:
 
     def __init__(self, text: bytes, out: _Output) -> None:
         self.text = text
-        self._texts = out.texts
+        self._tokens = out.tokens
         self._token_diff = out.token_diff
 
     def alignment(self, reduced: TokenList, grammar: Grammar | None) -> Alignment:
-        """Aligned by the diff the lift built when the lifted text lexes into the very
-        tokens it was built from; else diffed afresh."""
+        """Aligned by the diff the lift built when the lifted text lexes into as many tokens
+        as it was built from and every token the diff calls common is (a string's
+        inner white space may lex differently in its new place); else diffed afresh."""
         seed = tokenize(self.text, grammar)
-        if seed.texts() == self._texts:
+        if len(seed) == self._tokens and self._commons_agree(seed.texts(), reduced.texts()):
             return Alignment(seed, reduced, self._token_diff)
         return Alignment(seed, reduced)
+
+    def _commons_agree(self, seed: list[bytes], reduced: list[bytes]) -> bool:
+        seed_at = reduced_at = 0
+        for change, count in self._token_diff:
+            if change == 0:
+                if seed[seed_at : seed_at + count] != reduced[reduced_at : reduced_at + count]:
+                    return False
+                seed_at += count
+                reduced_at += count
+            elif change < 0:
+                seed_at += count
+            else:
+                reduced_at += count
+        return True
 
 
 def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
