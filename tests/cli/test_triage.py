@@ -291,6 +291,31 @@ def test_a_real_dask_cluster_gives_the_same_pairs_as_local_threads(
     assert results["local"] == results[dask_address] == results["dask-local"]
 
 
+def test_a_multi_file_finding_reduces_on_a_dask_cluster_as_it_does_locally(
+    tmp_path: Path, dask_address: str
+) -> None:
+    """A finding that changes a header and two .c files: each test of a candidate set runs
+    on the suite's `dask worker`s (the set travels packed, is unpacked at its paths there)
+    and the reduced change is the one local threads find."""
+    changes: dict[str, object] = {}
+    for executor in ("local", dask_address):
+        where = tmp_path / executor.replace(":", "-").replace("/", "")
+        where.mkdir()
+        repo, env, _ = findings_repo(where, [])
+        set_test(where, repo, env)
+        commit_set_finding(repo, env)
+        summary = _summary(triage(repo, env, "--json", "--executor", executor, timeout=300))
+        assert summary["executor"] == executor and summary["tests_run"] > 0
+        [finding] = summary["findings"]
+        assert finding["status"] == "reduced" and finding["paths"] == ["a.c", "b.c", "defs.h"]
+        assert finding["diff_tokens"][1] <= 3, finding["diff"]
+        branch = finding["branch"]
+        touched = run_git(repo, env, "diff", "--name-only", f"{branch}^", branch).stdout.split()
+        assert sorted(touched) == ["a.c", "defs.h"]
+        changes[executor] = finding["diff"]
+    assert changes["local"] == changes[dask_address]
+
+
 def test_a_cluster_that_cannot_run_the_test_fails_in_one_line(
     tmp_path: Path, dask_address: str
 ) -> None:
