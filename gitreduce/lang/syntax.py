@@ -80,8 +80,9 @@ def empty_blocks(node: tree_sitter.Node) -> int:
             return count
 
 
-def leaves(tree: tree_sitter.Tree) -> list[tree_sitter.Node]:
-    """Token leaves in text order (comments and zero-width nodes left out)."""
+def leaves(tree: tree_sitter.Tree | tree_sitter.Node) -> list[tree_sitter.Node]:
+    """Token leaves in text order (comments and zero-width nodes left out), of a whole
+    tree or of one node."""
     result: list[tree_sitter.Node] = []
     cursor = tree.walk()
     while True:

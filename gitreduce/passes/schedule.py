@@ -29,6 +29,7 @@ from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results
 from gitreduce.passes.subtrees import replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
+from gitreduce.passes.types import replace_types
 from gitreduce.passes.windows import (
     delete_brackets,
     delete_window_subsets,
@@ -193,6 +194,12 @@ LATE: tuple[Pass[Program], ...] = (
         "identifiers",
         lambda program: replace_identifiers(program.current),
         "a name's uses renamed to another name of its kind in scope, its declaration deleted",
+        applies=lambda program: small_enough(program.current),
+    ),
+    Pass(
+        "types",
+        lambda program: replace_types(program.current),
+        "a type alias inlined at its uses, or a type the file does not define made plain (int)",
         applies=lambda program: small_enough(program.current),
     ),
     Pass(

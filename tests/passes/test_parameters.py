@@ -312,7 +312,8 @@ def test_type_parameter_removed_and_its_uses_inlined(program, stand_in):
         rb"typename U> \w+ g\(U u\) \{ return \w+\(\); \}", rb"\{ g<[^>]*>\('a'\);"
     )
     assert predicate(program)
-    one = reduce_text(program, "cpp", predicate, jobs=1)
+    # `types` would later make U's `char` an `int` too: which argument went is the point here
+    one = reduce_text(program, "cpp", predicate, jobs=1, skipped_passes=("types",))
     assert predicate(one.text)
     assert not re.search(rb"\bT\b", one.text), one.text
     assert re.search(rb"g<\s*char\s*>", one.text), one.text
@@ -326,7 +327,8 @@ def test_type_parameter_removed_and_its_uses_inlined(program, stand_in):
     ), steps(program, one)
     sizes = [len(program)] + [len(text) for text in one.accepted]
     assert all(later < earlier for earlier, later in itertools.pairwise(sizes))
-    assert reduce_text(program, "cpp", predicate, jobs=2).text == one.text
+    two = reduce_text(program, "cpp", predicate, jobs=2, skipped_passes=("types",))
+    assert two.text == one.text
 
 
 def test_no_stand_in_without_a_primitive_type():
