@@ -37,12 +37,8 @@ from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import UserError
 from gitreduce.sessions.batch import jobs_file
 from gitreduce.sessions.pair import PairSummary
-from gitreduce.sessions.setpair import (
-    SEED_DIRECTORY,
-    VARIANT_DIRECTORY,
-    SetPairStatus,
-    SetPairSummary,
-)
+from gitreduce.sessions.setpair import SEED_DIRECTORY, VARIANT_DIRECTORY, SetPairSummary
+from gitreduce.sessions.setpair_search import SetPairStatus
 from gitreduce.sessions.single import Summary
 
 PROGRESS_FILE_SECONDS = 0.5

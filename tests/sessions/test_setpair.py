@@ -24,9 +24,9 @@ from gitreduce.sessions.setpair import (
     VARIANT_DIRECTORY,
     SetPairSettings,
     SetPairSummary,
-    reduce_revision_set_pair,
     reduce_set_pair,
 )
+from gitreduce.sessions.setpair_revisions import reduce_revision_set_pair
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lto-type-mismatch"
 
