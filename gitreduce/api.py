@@ -57,14 +57,10 @@ from gitreduce.sessions.pair import (
 from gitreduce.sessions.revisions import RevisionSettings
 from gitreduce.sessions.revisions import reduce_revisions as reduce_revision_range
 from gitreduce.sessions.run import read_input
-from gitreduce.sessions.setpair import (
-    SET_ROUND,
-    SetPairSettings,
-    SetPairStatus,
-    SetPairSummary,
-    reduce_revision_set_pair,
-)
+from gitreduce.sessions.setpair import SetPairSettings, SetPairSummary
 from gitreduce.sessions.setpair import reduce_set_pair as reduce_sets
+from gitreduce.sessions.setpair_revisions import reduce_revision_set_pair
+from gitreduce.sessions.setpair_search import SET_ROUND, SetPairStatus
 from gitreduce.sessions.single import SingleSettings, Summary
 from gitreduce.sessions.single import reduce_file as reduce_single_file
 

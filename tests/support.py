@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
+import pytest
 import tree_sitter
 
 from gitreduce.core.current import Current
@@ -190,6 +191,15 @@ def fsck_clean(path: Path) -> None:
     assert process.returncode == 0, process.stdout + process.stderr
     assert "error" not in process.stderr.lower(), process.stderr
     assert "missing" not in process.stdout + process.stderr
+
+
+def isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private verdict cache, and a cwd that has nothing to do with the inputs: a session
+    reuses no verdict of another test, and finds no repository or file by the cwd."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
 
 
 def make_user_repo(path: Path) -> Path:

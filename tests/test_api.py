@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
+from support import isolate
 
 import gitreduce
 from gitreduce import api
@@ -56,11 +57,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A private verdict cache, and a cwd that has nothing to do with the inputs."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
+    isolate(tmp_path, monkeypatch)
 
 
 def status(script: Path, text: bytes, tmp_path: Path) -> int:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
 from rich.console import Console
@@ -163,6 +164,27 @@ def _list_passes(value: bool) -> None:
         f"--skip-pass {api.NESTING_PASS}/NAME switches one off there only.\n"
     )
     raise typer.Exit()
+
+
+class _FileSetOptions(TypedDict):
+    """The options a set of files and a pair of sets (from directories or revisions) take
+    alike from the command line; each call adds its own progress callback."""
+
+    keep: list[Path]
+    interesting: bool
+    jobs: int
+    timeout: float | None
+    signature: str | None
+    any_failure: bool
+    repeat: int
+    output: Path | None
+    branch: str | None
+    force: bool
+    patch: Path | None
+    skip_passes: list[str]
+    rename: bool
+    executor: str
+    echo: Callable[[str], None]
 
 
 @app.command(
@@ -337,6 +359,23 @@ def reduce(
         ):
             set_range, targets, revisions = revisions[0], revisions[1], None
         directories = [path for path in (seed, variant) if path is not None and path.is_dir()]
+        file_set_options = _FileSetOptions(
+            keep=keep or [],
+            interesting=polarity == "interesting",
+            jobs=jobs,
+            timeout=timeout,
+            signature=signature,
+            any_failure=any_failure,
+            repeat=repeat,
+            output=output,
+            branch=branch,
+            force=force,
+            patch=patch,
+            skip_passes=skip_passes,
+            rename=rename,
+            executor=executor,
+            echo=echo,
+        )
         if set_range is not None or directories:
             if targets and set_range is None:
                 raise UserError("give either FILE or --seed/--variant, not both")
@@ -352,32 +391,22 @@ def reduce(
             if algorithm != "ppr":
                 raise UserError("a pair of file sets is reduced with --algorithm ppr only")
             set_pair_progress = PairProgressPrinter(console)
-            set_options = dict(  # what both forms take alike
-                keep=keep or [],
-                interesting=polarity == "interesting",
-                jobs=jobs,
-                timeout=timeout,
-                signature=signature,
-                any_failure=any_failure,
-                repeat=repeat,
-                output=output,
-                branch=branch,
-                force=force,
-                patch=patch,
-                skip_passes=skip_passes,
-                rename=rename,
-                executor=executor,
-                progress=chain(set_pair_progress, *counted),
-                echo=echo,
-            )
+            set_pair_observe = chain(set_pair_progress, *counted)
             try:
                 if set_range is not None:
                     set_pair = api.reduce_set_revisions(
-                        set_range, targets or [], command, bisect=not no_bisect, **set_options
+                        set_range,
+                        targets or [],
+                        command,
+                        bisect=not no_bisect,
+                        progress=set_pair_observe,
+                        **file_set_options,
                     )
                 else:
                     assert seed is not None and variant is not None
-                    set_pair = api.reduce_set_pair(seed, variant, command, **set_options)
+                    set_pair = api.reduce_set_pair(
+                        seed, variant, command, progress=set_pair_observe, **file_set_options
+                    )
             finally:
                 set_pair_progress.stop()
             print_set_pair_summary(console, set_pair, patch)
@@ -461,24 +490,7 @@ def reduce(
             set_progress = ProgressPrinter(console)
             try:
                 set_summary = api.reduce_files(
-                    targets,
-                    command,
-                    keep=keep or [],
-                    interesting=polarity == "interesting",
-                    jobs=jobs,
-                    timeout=timeout,
-                    signature=signature,
-                    any_failure=any_failure,
-                    repeat=repeat,
-                    output=output,
-                    branch=branch,
-                    force=force,
-                    patch=patch,
-                    skip_passes=skip_passes,
-                    rename=rename,
-                    executor=executor,
-                    progress=chain(set_progress, *counted),
-                    echo=echo,
+                    targets, command, progress=chain(set_progress, *counted), **file_set_options
                 )
             finally:
                 set_progress.stop()

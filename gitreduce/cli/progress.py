@@ -37,12 +37,8 @@ from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import UserError
 from gitreduce.sessions.batch import jobs_file
 from gitreduce.sessions.pair import PairSummary
-from gitreduce.sessions.setpair import (
-    SEED_DIRECTORY,
-    VARIANT_DIRECTORY,
-    SetPairStatus,
-    SetPairSummary,
-)
+from gitreduce.sessions.setpair import SEED_DIRECTORY, VARIANT_DIRECTORY, SetPairSummary
+from gitreduce.sessions.setpair_search import SetPairStatus
 from gitreduce.sessions.single import Summary
 
 PROGRESS_FILE_SECONDS = 0.5
@@ -205,19 +201,28 @@ def print_pair_summary(
         summary.variant.decode(errors="replace"),
         summary.name,
     )
+    _print_pair_figures(console, summary, summary.algorithm)
+    _print_destinations(console, summary.branch, summary.commits, written, patch)
+
+
+def _print_pair_figures(
+    console: Console, summary: PairSummary, method: str, files: str = ""
+) -> None:
+    """The line of sizes and figures a pair and a pair of sets share (`files`: what the
+    sets add before the figures), then where cached verdicts and the first bad commit
+    came from."""
     state = "interrupted; best so far" if summary.interrupted else "reduced"
     console.print(
-        f"{state} ({summary.algorithm}): seed {summary.seed_before} → {summary.seed_after}, "
+        f"{state} ({method}): seed {summary.seed_before} → {summary.seed_after}, "
         f"variant {summary.variant_before} → {summary.variant_after}, "
         f"difference {summary.diff_before} → {summary.diff_after} tokens; "
-        f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
+        f"{files}{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
         f"{summary.wall_seconds:.1f}s{verified_note(summary.verified)}",
         highlight=False,
     )
     print_provenance(console, summary.stats)
     if summary.first_bad_commit is not None:
         console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
-    _print_destinations(console, summary.branch, summary.commits, written, patch)
 
 
 def print_set_pair_summary(
@@ -233,21 +238,12 @@ def print_set_pair_summary(
             summary.variant_files.get(path, b"").decode(errors="replace"),
             path,
         )
-    state = "interrupted; best so far" if summary.interrupted else "reduced"
-    console.print(
-        f"{state} (ppr over file sets): seed {summary.seed_before} → {summary.seed_after}, "
-        f"variant {summary.variant_before} → {summary.variant_after}, "
-        f"difference {summary.diff_before} → {summary.diff_after} tokens; "
+    files = (
         f"files: seed {summary.seed_files_before} → {len(summary.seed_files)}, "
         f"variant {summary.variant_files_before} → {len(summary.variant_files)}, "
         f"{len(summary.changed_files)} differ; "
-        f"{summary.stats.tests_run} tests, {summary.stats.cache_hits} cached, "
-        f"{summary.wall_seconds:.1f}s{verified_note(summary.verified)}",
-        highlight=False,
     )
-    print_provenance(console, summary.stats)
-    if summary.first_bad_commit is not None:
-        console.print(f"first bad commit: {summary.first_bad_commit}", highlight=False)
+    _print_pair_figures(console, summary, "ppr over file sets", files)
     written = None
     if summary.output is not None:
         written = [Path(summary.output) / SEED_DIRECTORY, Path(summary.output) / VARIANT_DIRECTORY]

@@ -23,7 +23,8 @@ from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.cli.options import Debug, Quiet, TestTimeout, reported_errors
 from gitreduce.cli.triage_html import write_index
 from gitreduce.core.errors import UserError
-from gitreduce.sessions.triage import TriageSettings, triage
+from gitreduce.sessions.triage import triage
+from gitreduce.sessions.triage_findings import TriageSettings
 from gitreduce.sessions.triage_state import INTERRUPTED, REDUCED, FindingResult, TriageState
 
 HELP = (

@@ -319,7 +319,7 @@ def reduce_revision_set(
 
     The set at BAD is read from the object store (nothing touches the work
     tree) and reduced as a file set; GOOD only has to differ, which a warning
-    says. The pairwise reduction of the change is `sessions/setpair.py`'s.
+    says. The pairwise reduction of the change is `sessions/setpair_revisions.py`'s.
     """
     started = time.monotonic()
     sets = read_revision_sets(revisions, paths, directory)

@@ -115,14 +115,7 @@ def _bisect(
     ) as run:
 
         def classify(content: bytes) -> Verdict:
-            outcome = run.engine.test(content, label="bisect")
-            if outcome.verdict is seed_expected:
-                return Verdict.GOOD
-            if run.is_interesting(outcome):
-                return Verdict.BAD
-            if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
-                return Verdict.SKIP  # a different failure: like 125
-            return outcome.verdict
+            return run.bisect_verdict(content, seed_expected)
 
         found = bisect_path(repo, good, bad, path, classify, echo)
     if run.interrupted:  # even a search that ended: it may have had no reference to go by

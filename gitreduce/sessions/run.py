@@ -19,7 +19,7 @@ from typing import Protocol
 
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import Interrupted, MisclassifiedOriginal, UserError
-from gitreduce.core.outcome import Outcome
+from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
@@ -155,6 +155,19 @@ class CalibratedRun:
 
     def is_interesting(self, outcome: Outcome) -> bool:
         return self.reference is not None and self.spec.is_interesting(self.reference, outcome)
+
+    def bisect_verdict(self, content: bytes, seed_expected: Verdict) -> Verdict:
+        """`content` tested and classified as `git bisect run` takes a commit: good when it
+        passes as the seed must, bad when it fails the original way; any other failure is
+        skipped (as exit 125 is), since it says nothing about this bug."""
+        outcome = self.engine.test(content, label="bisect")
+        if outcome.verdict is seed_expected:
+            return Verdict.GOOD
+        if self.is_interesting(outcome):
+            return Verdict.BAD
+        if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
+            return Verdict.SKIP
+        return outcome.verdict
 
 
 @contextmanager

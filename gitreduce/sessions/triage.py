@@ -1,13 +1,17 @@
 """Triage: many findings reduced a bounded number at a time, then grouped into buckets.
 
-Job: find the findings (commits with a `Reduce-Test:` trailer, see
-`git.findings`; or variant files against one seed), skip those a previous
-triage settled (its local records, see `git.triage_records`), learn how
-each variant fails with one test run (its failure signature), reduce the
-rest as child reductions (`batch`), the first finding of every signature
-first so the distinct bugs are known early, and write what the hook writes:
-the `reduce/<short>` branch and the note. Findings are grouped into buckets
-by signature, each with the smallest reduced difference as representative.
+Job: run a triage. Its findings (commits with a `Reduce-Test:` trailer, or
+variant files against one seed) come as jobs from `triage_findings`; those a
+previous triage settled are taken over (`triage_results`, from the local
+records of `git.triage_records`). The rest are probed, one test run each, to
+learn how each variant fails (its failure signature), then reduced as child
+reductions (`batch`), the first finding of every signature first so the
+distinct bugs are known early, `--workers` at a time, the last ones given the
+workers the others leave idle. Each child's end is settled by
+`triage_results` (record, `reduce/<short>` branch, note); findings are
+grouped into buckets by signature (`triage_state`), each with the smallest
+reduced difference as representative. `--queue` drains the post-commit
+hook's queue the same way.
 
 Determinism: every finding is an ordinary reduction whose result does not
 depend on `--jobs` or on the executor; the order findings run in changes
@@ -20,24 +24,17 @@ the repository's cache, so its rerun resumes instead of starting over.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import os
-import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import pygit2
 
-from gitreduce.core import fileset
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git import triage_records as records
-from gitreduce.git.config import branch_prefix
-from gitreduce.git.findings import Finding, commits_in, examine, find_findings
-from gitreduce.git.results import result_branch_name
+from gitreduce.git.findings import examine
 from gitreduce.git.revisions import find_repository
 from gitreduce.git.store import Store
 from gitreduce.oracle.calibration import cannot_run
@@ -45,61 +42,22 @@ from gitreduce.oracle.executor import Executor, opened_executor, parse_executor
 from gitreduce.oracle.runner import stop_all
 from gitreduce.oracle.spec import TestSpec, anchored
 from gitreduce.sessions.batch import Batch, Child, Ended
-from gitreduce.sessions.fileset import read_revision_sets
 from gitreduce.sessions.interrupts import deferred
+from gitreduce.sessions.triage_findings import (
+    TriageJob,
+    TriageSettings,
+    commit_job,
+    commit_jobs,
+    variant_jobs,
+)
+from gitreduce.sessions.triage_results import conclude, settle_known
 from gitreduce.sessions.triage_state import (
-    FAILED,
     INTERRUPTED,
     NOT_REPRODUCED,
-    NOT_RUN,
-    REDUCED,
-    SETTLED,
-    FindingResult,
     TriageProgress,
     TriageState,
     bucket_key,
 )
-
-_REFUSED = 2  # `git reduce`'s exit code for an input or a test it cannot use
-_INTERRUPTED_EXIT = 130
-
-
-@dataclass(frozen=True)
-class TriageSettings:
-    """`git reduce triage`: which findings, how many at once, where tests run."""
-
-    revisions: str | None = None
-    everything: bool = False
-    test: str | None = None  # serves commits without a trailer; every variant in --variants
-    seed: Path | None = None
-    variants: Path | None = None
-    output: Path | None = None  # where --variants results are written (default DIR.reduced)
-    jobs: int | None = None  # tests per reduction (default: the executor's slots / workers)
-    workers: int = 1  # reductions at once
-    executor: str = "local"
-    timeout: float | None = None
-    representatives_first: bool = True
-    retry: bool = False  # redo findings settled as not reproduced or failed
-    reports: Path | None = None  # a directory for each finding's HTML report
-    queue: bool = False  # the findings the post-commit hook queued, until none is left
-    directory: Path | None = None
-
-
-@dataclass
-class _Job:
-    """A finding with what its reduction needs: inputs for the probe, arguments for the child.
-
-    A finding of several files is probed as the child tests it: `variant` is the
-    packed set (`core.fileset`) and `name` the set's name, under `file_set`.
-    """
-
-    result: FindingResult
-    seed: bytes = b""
-    variant: bytes = b""
-    argv: list[str] = field(default_factory=list)
-    cwd: Path = field(default_factory=Path.cwd)
-    name: str = ""
-    file_set: bool = False
 
 
 def triage(settings: TriageSettings, progress: TriageProgress | None = None) -> TriageState:
@@ -117,11 +75,11 @@ def triage(settings: TriageSettings, progress: TriageProgress | None = None) -> 
     ):
         base = settings.directory or Path.cwd()
         if settings.variants is not None or settings.seed is not None:
-            store, jobs = _variant_jobs(settings, base)
+            store, jobs = variant_jobs(settings, base)
         else:
             repo = find_repository(base)
             store = Store(repo, users=True)
-            jobs = _commit_jobs(repo, settings) if not settings.queue else []
+            jobs = commit_jobs(repo, settings) if not settings.queue else []
         state = TriageState(
             [job.result for job in jobs],
             executor=settings.executor,
@@ -136,7 +94,7 @@ def triage(settings: TriageSettings, progress: TriageProgress | None = None) -> 
                 if settings.queue:
                     _drain(store.repo, settings, state, batch, progress)
                 else:
-                    _settle_known(store.repo, jobs, settings)
+                    settle_known(store.repo, jobs, settings)
                     _report(state, progress)
                     runnable = [job for job in jobs if job.result.status == "queued"]
                     probed = _probe(runnable, executor, state, stopping, settings.timeout)
@@ -172,213 +130,20 @@ def _jobs_per_reduction(settings: TriageSettings, executor: Executor) -> int:
     return max(1, slots // settings.workers)
 
 
-def _commit_jobs(repo: pygit2.Repository, settings: TriageSettings) -> list[_Job]:
-    commits = commits_in(repo, settings.revisions, settings.everything)
-    findings = find_findings(repo, commits, settings.test)
-    if not findings:
-        raise UserError(
-            "no findings: no commit in the range has a Reduce-Test: trailer"
-            + ("" if settings.test else " (or give --test CMD to reduce every commit)")
-        )
-    return [_commit_job(repo, finding, settings) for finding in findings]
-
-
-def _commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSettings) -> _Job:
-    branch = finding.branch(branch_prefix(repo))
-    result = FindingResult(
-        key=finding.commit,
-        label=finding.short,
-        commit=finding.commit,
-        path=finding.path,
-        paths=list(finding.paths),
-        test_name=finding.test_name,
-        command=finding.command,
-        branch=branch,
-    )
-    cwd = Path(repo.workdir or repo.path)
-    job = _Job(result, cwd=cwd)
-    if finding.problem is not None or not finding.paths or finding.command is None:
-        result.status, result.reason = NOT_RUN, finding.problem
-        return job
-    revisions = f"{finding.commit}^..{finding.commit}"
-    if finding.path is not None:
-        commit = repo.get(finding.commit)
-        assert isinstance(commit, pygit2.Commit)
-        job.seed = commit.parents[0].tree[finding.path].data
-        job.variant = commit.tree[finding.path].data
-        job.name = finding.path
-    else:
-        try:
-            sets = read_revision_sets(revisions, finding.paths, cwd, deleted=True)
-        except UserError as error:
-            result.status, result.reason = NOT_RUN, str(error)
-            return job
-        job.seed, job.variant = fileset.pack(sets.seed), fileset.pack(sets.variant)
-        job.name = PurePosixPath(sets.root).name or PurePosixPath(sets.paths[0]).name
-        job.file_set = True
-    result.fingerprint = _fingerprint(finding.command, job.name, cwd, job.file_set)
-    job.argv = [
-        revisions,
-        "--",
-        *finding.paths,
-        "--test",
-        finding.command,
-        "--no-bisect",
-        "--branch",
-        branch,
-        "--force",
-        *_common_options(settings, result, with_report=not job.file_set),
-    ]
-    return job
-
-
-def _variant_jobs(settings: TriageSettings, base: Path) -> tuple[Store, list[_Job]]:
-    if settings.seed is None or settings.variants is None:
-        raise UserError("give both --seed FILE and --variants DIR")
-    if settings.test is None:
-        raise UserError("--seed/--variants needs the test: --test CMD")
-    if settings.revisions is not None or settings.everything:
-        raise UserError("give a revision range or --seed/--variants, not both")
-    seed_path = (base / settings.seed).resolve()
-    if not seed_path.is_file():
-        raise UserError(f"{settings.seed}: no such file")
-    directory = (base / settings.variants).resolve()
-    if not directory.is_dir():
-        raise UserError(f"{settings.variants}: not a directory")
-    variants = sorted(
-        entry for entry in directory.iterdir() if entry.is_file() and not entry.is_symlink()
-    )
-    if not variants:
-        raise UserError(f"{settings.variants}: no variant files in it")
-    output = settings.output or directory.with_name(directory.name + ".reduced")
-    store = Store.near(seed_path)
-    seed = seed_path.read_bytes()
-    jobs = []
-    for variant_path in variants:
-        variant = variant_path.read_bytes()
-        digest = hashlib.sha1(b"\0".join([seed, variant, settings.test.encode()])).hexdigest()
-        branch = result_branch_name(
-            f"{seed_path.stem}-{variant_path.name}", branch_prefix(store.repo)
-        )
-        result = FindingResult(
-            key=digest,
-            label=variant_path.name,
-            commit=None,
-            path=variant_path.name,
-            paths=[variant_path.name],
-            test_name=None,
-            command=settings.test,
-            branch=branch,
-            fingerprint=_fingerprint(settings.test, seed_path.name, base),
-        )
-        job = _Job(result, seed=seed, variant=variant, cwd=base, name=variant_path.name)
-        job.argv = [
-            "--seed",
-            str(seed_path),
-            "--variant",
-            str(variant_path),
-            "--test",
-            settings.test,
-            "--branch",
-            branch,
-            "--force",
-            "--output",
-            str(output / variant_path.name),
-            *_common_options(settings, result),
-        ]
-        if variant == seed:
-            result.status, result.reason = NOT_RUN, "identical to the seed"
-        jobs.append(job)
-    return store, jobs
-
-
-def _common_options(
-    settings: TriageSettings, result: FindingResult, with_report: bool = True
-) -> list[str]:
-    """`--json`, the timeout, and `--html` unless not `with_report` (sets have no such page:
-    the index shows their diff)."""
-    options = ["--json"]
-    if settings.timeout is not None:
-        options += ["--timeout", repr(settings.timeout)]
-    if settings.reports is not None and with_report:
-        report = settings.reports / f"{_file_name(result.label)}.html"
-        result.report = str(report)
-        options += ["--html", str(report)]
-    return options
-
-
-def _file_name(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.") or "finding"
-
-
-def _fingerprint(command: str, name: str, cwd: Path, file_set: bool = False) -> str | None:
-    """The test's fingerprint as the child keys its cache (None if its script is unreadable)."""
-    spec = TestSpec(command=anchored(command, name, cwd), relative_path=name, file_set=file_set)
-    try:
-        return spec.fingerprint()
-    except OSError:
-        return None
-
-
-def _settle_known(repo: pygit2.Repository, jobs: list[_Job], settings: TriageSettings) -> None:
-    """Take over what earlier triages settled for the same test; write not-run notes."""
-    for job in jobs:
-        result = job.result
-        if result.status == NOT_RUN:
-            if result.commit is not None and result.reason is not None:
-                _note_once(repo, result.commit, _not_run_note(result))
-            continue
-        record = records.load_record(repo, result.key)
-        if record is None or record.get("fingerprint") != result.fingerprint:
-            continue
-        status = record.get("status")
-        if status not in SETTLED or (settings.retry and status != REDUCED):
-            continue
-        if status == REDUCED and not _branch_holds(repo, result.branch, record.get("commits")):
-            continue  # the branch was deleted or moved since: redo (from the cache)
-        _take_record(result, record)
-        _take_reduced(repo, result)
-
-
-def _take_record(result: FindingResult, record: dict[str, object]) -> None:
-    for name in (
-        "status",
-        "reason",
-        "signature",
-        "commits",
-        "seed_tokens",
-        "variant_tokens",
-        "diff_tokens",
-        "diff",
-        "report",
-    ):
-        if name in record:
-            setattr(result, name, record[name])
-    wall = record.get("wall_seconds")
-    result.wall_seconds = float(wall) if isinstance(wall, int | float) else 0.0
-
-
-def _branch_holds(repo: pygit2.Repository, branch: str | None, commits: object) -> bool:
-    if branch is None or not isinstance(commits, list) or not commits:
-        return False
-    reference = repo.references.get(f"refs/heads/{branch}")
-    return reference is not None and str(reference.target) == commits[-1]
-
-
 def _probe(
-    jobs: list[_Job],
+    jobs: list[TriageJob],
     executor: Executor,
     state: TriageState,
     stopping: _Stopping,
     timeout: float | None,
-) -> list[_Job]:
+) -> list[TriageJob]:
     """Run each variant once: its signature buckets it before it is reduced, and a variant
     that does not fail is not reproduced (no reduction is started for it)."""
     if not jobs:
         return []
     parallel = max(1, state.workers * state.jobs)
 
-    def probe(job: _Job) -> Outcome | None:
+    def probe(job: TriageJob) -> Outcome | None:
         if stopping.requested:
             return None
         result = job.result
@@ -414,10 +179,10 @@ def _probe(
     return kept
 
 
-def _quiet(probe: Callable[[_Job], Outcome | None]) -> Callable[[_Job], Outcome | None]:
+def _quiet(probe: Callable[[TriageJob], Outcome | None]) -> Callable[[TriageJob], Outcome | None]:
     """A probe whose run was stopped by an interrupt says nothing."""
 
-    def run(job: _Job) -> Outcome | None:
+    def run(job: TriageJob) -> Outcome | None:
         try:
             return probe(job)
         except Interrupted:
@@ -426,13 +191,13 @@ def _quiet(probe: Callable[[_Job], Outcome | None]) -> Callable[[_Job], Outcome 
     return run
 
 
-def _ordered(jobs: list[_Job], representatives_first: bool) -> list[_Job]:
+def _ordered(jobs: list[TriageJob], representatives_first: bool) -> list[TriageJob]:
     """The first finding of each signature first, then the others, each in commit order."""
     if not representatives_first:
         return jobs
     seen: set[str] = set()
-    first: list[_Job] = []
-    rest: list[_Job] = []
+    first: list[TriageJob] = []
+    rest: list[TriageJob] = []
     for job in jobs:
         key = bucket_key(job.result)
         (rest if key in seen else first).append(job)
@@ -442,7 +207,7 @@ def _ordered(jobs: list[_Job], representatives_first: bool) -> list[_Job]:
 
 def _run(
     repo: pygit2.Repository,
-    jobs: list[_Job],
+    jobs: list[TriageJob],
     settings: TriageSettings,
     state: TriageState,
     batch: Batch,
@@ -466,7 +231,7 @@ def _run(
     def on_end(child: Child, ended: Ended) -> None:
         del state.running[child.key]
         job = by_key[child.key]
-        _conclude(repo, job, ended, state)
+        conclude(repo, job, ended, state)
         if settings.queue and job.result.commit is not None and job.result.status != INTERRUPTED:
             records.dequeue(repo, job.result.commit)
         state.last = job.result
@@ -520,137 +285,6 @@ def _run_options(jobs: int, address: str | None) -> list[str]:
     return [*options, "--executor", address] if address is not None else options
 
 
-def _conclude(repo: pygit2.Repository, job: _Job, ended: Ended, state: TriageState) -> None:
-    """What the child's end means for its finding: status, figures, record and note."""
-    result = job.result
-    summary = ended.summary or {}
-    result.wall_seconds = ended.seconds
-    tests, hits = summary.get("tests_run"), summary.get("cache_hits")
-    result.tests_run = tests if isinstance(tests, int) else 0
-    result.cache_hits = hits if isinstance(hits, int) else 0
-    state.tests_done += result.tests_run
-    if ended.code in (0, _INTERRUPTED_EXIT) and summary:
-        _take_summary(result, summary)
-        _take_reduced(repo, result)
-        result.status = REDUCED if ended.code == 0 else INTERRUPTED
-        if result.status == INTERRUPTED:
-            result.reason = "interrupted; a rerun resumes from the cached verdicts"
-    elif ended.code == _INTERRUPTED_EXIT:
-        result.status, result.reason = INTERRUPTED, "interrupted before its first result"
-    elif ended.code == _REFUSED and _misclassified(ended.error):
-        result.status, result.reason = NOT_REPRODUCED, _without_prefix(ended.error)
-    else:
-        result.status = FAILED
-        result.reason = f"git reduce exited with {ended.code}: {_without_prefix(ended.error)}"
-    if result.status in SETTLED:
-        records.save_record(repo, result.key, result.record())
-    if result.commit is not None:
-        _note_once(repo, result.commit, _note(repo, result))
-
-
-def _take_summary(result: FindingResult, summary: dict[str, object]) -> None:
-    for name in ("seed_tokens", "variant_tokens", "diff_tokens"):
-        value = summary.get(name)
-        if isinstance(value, list):
-            setattr(result, name, value)
-    signature = summary.get("signature")
-    if isinstance(signature, str):
-        result.signature = signature
-    commits = summary.get("commits")
-    if isinstance(commits, list):
-        result.commits = [str(commit) for commit in commits]
-    branch = summary.get("branch")
-    result.branch = branch if isinstance(branch, str) else result.branch
-
-
-def _take_reduced(repo: pygit2.Repository, result: FindingResult) -> None:
-    """The reduced pair and its unified diff, from the result commits (in the repository
-    they were recorded in). For a finding of several files, the diff between the reduced
-    sets, file by file, as `git show` of the result branch has it."""
-    if len(result.commits) != 2:
-        return
-    commits: list[pygit2.Commit] = []
-    for commit_id in result.commits:
-        try:
-            commit = repo.get(commit_id)
-        except ValueError:
-            commit = None
-        if not isinstance(commit, pygit2.Commit):
-            return
-        commits.append(commit)
-    if result.path is None:
-        if len(result.paths) > 1:
-            result.diff = repo.diff(commits[0], commits[1]).patch or ""
-        return
-    texts: list[str] = []
-    for version in commits:
-        blob = next(_blobs(repo, version.tree), None)
-        if blob is None:
-            return
-        texts.append(blob.data.decode("utf-8", "replace"))
-    result.reduced = (texts[0], texts[1])
-    name = PurePosixPath(result.path).name
-    lines = difflib.unified_diff(
-        texts[0].splitlines(keepends=True),
-        texts[1].splitlines(keepends=True),
-        f"a/{name}",
-        f"b/{name}",
-    )
-    result.diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def _blobs(repo: pygit2.Repository, tree: pygit2.Tree) -> Iterator[pygit2.Blob]:
-    """The blobs of a result commit's tree (it holds one file, maybe under directories)."""
-    for entry in tree:
-        obj = repo.get(entry.id)
-        if isinstance(obj, pygit2.Blob):
-            yield obj
-        elif isinstance(obj, pygit2.Tree):
-            yield from _blobs(repo, obj)
-
-
-def _misclassified(error: str) -> bool:
-    """Whether a refused reduction's reason is the originals' verdicts (see `calibrate_pair`),
-    not a problem of the environment that a rerun could find fixed."""
-    reason = _without_prefix(error)
-    return reason.startswith(("seed:", "variant:")) and "the original input is not" in reason
-
-
-def _without_prefix(line: str) -> str:
-    return line.removeprefix("error:").strip() or "no reason given"
-
-
-def _note(repo: pygit2.Repository, result: FindingResult) -> str:
-    if result.status in (REDUCED, INTERRUPTED) and result.branch is not None:
-        text = records.result_note(repo, result.branch, result.status == INTERRUPTED)
-        if text is not None:
-            return text
-    test = f" (gitreduce.test.{result.test_name}.command)" if result.test_name else ""
-    return (
-        f"git reduce: {result.status.replace('-', ' ')}: {result.label} -- {result.where}\n\n"
-        f"{result.reason or ''}\n\nTest: {result.command}{test}\n"
-    )
-
-
-def _not_run_note(result: FindingResult) -> str:
-    return (
-        f"not run: {result.reason}\n\n"
-        "A Reduce-Test: trailer names a test; its command is defined in your git config:\n\n"
-        "    git config gitreduce.test.NAME.command 'CMD'\n\n"
-        "and the commit says Reduce-Test: NAME. A commit message never says what runs.\n"
-    )
-
-
-def _note_once(repo: pygit2.Repository, sha: str, text: str) -> None:
-    """Attach `text` unless the commit's note already says exactly that."""
-    try:
-        existing = repo.lookup_note(sha, records.NOTES_REF).message
-    except (KeyError, pygit2.GitError):
-        existing = None
-    if existing != text:
-        records.attach_note(repo, sha, text)
-
-
 def _report(state: TriageState, progress: TriageProgress | None, tick: bool = False) -> None:
     if progress is not None:
         if tick:
@@ -683,10 +317,10 @@ def _drain(
                     if finding is None:
                         records.dequeue(repo, sha)
                         continue
-                    job = _commit_job(repo, finding, settings)
+                    job = commit_job(repo, finding, settings)
                     state.findings.append(job.result)
                     jobs.append(job)
-                _settle_known(repo, jobs, settings)
+                settle_known(repo, jobs, settings)
                 for job in jobs:
                     if job.result.status != "queued" and job.result.commit is not None:
                         records.dequeue(repo, job.result.commit)

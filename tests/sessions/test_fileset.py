@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from support import git, make_user_repo
+from support import git, isolate, make_user_repo
 
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest
@@ -58,11 +58,7 @@ def clear_flag():
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A private verdict cache, and a cwd that has nothing to do with the inputs."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
+    isolate(tmp_path, monkeypatch)
 
 
 def python_project(root: Path) -> Path:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pygit2
 import pytest
-from support import git
+from support import git, isolate
 
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import ResultRequest
@@ -24,9 +24,9 @@ from gitreduce.sessions.setpair import (
     VARIANT_DIRECTORY,
     SetPairSettings,
     SetPairSummary,
-    reduce_revision_set_pair,
     reduce_set_pair,
 )
+from gitreduce.sessions.setpair_revisions import reduce_revision_set_pair
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lto-type-mismatch"
 
@@ -52,11 +52,7 @@ VARIANT = SEED | {
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A private verdict cache, and a cwd that has nothing to do with the inputs."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
+    isolate(tmp_path, monkeypatch)
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -68,6 +64,16 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 def settings(**changes: object) -> SetPairSettings:
     return SetPairSettings(**({"test": TEST, "jobs": 2} | changes))  # type: ignore[arg-type]
+
+
+def submodule_head(path: Path) -> str:
+    """The commit of a new one-file repository at `path`, for a gitlink to point at."""
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "x").write_text("x\n")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "sub")
+    return git(path, "rev-parse", "HEAD").stdout.strip()
 
 
 def directories(tmp_path: Path) -> tuple[Path, Path]:
@@ -286,13 +292,7 @@ def test_bad_paths_between_commits_are_one_line_errors(tmp_path: Path) -> None:
     os.symlink("app/main.py", work / "link.py")
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "kinds")
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    git(sub, "init", "-q", "-b", "main")
-    (sub / "x").write_text("x\n")
-    git(sub, "add", ".")
-    git(sub, "commit", "-q", "-m", "sub")
-    sub_head = git(sub, "rev-parse", "HEAD").stdout.strip()
+    sub_head = submodule_head(tmp_path / "sub")
     git(work, "update-index", "--add", "--cacheinfo", f"160000,{sub_head},module")
     git(work, "commit", "-q", "-m", "a submodule")
     for paths, message in [
@@ -320,13 +320,7 @@ def test_a_file_inside_the_directory_that_became_a_directory(tmp_path: Path) -> 
 
 def test_a_submodule_inside_the_directory_is_left_out_with_a_warning(tmp_path: Path) -> None:
     work, _, _ = history(tmp_path)
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    git(sub, "init", "-q", "-b", "main")
-    (sub / "x").write_text("x\n")
-    git(sub, "add", ".")
-    git(sub, "commit", "-q", "-m", "sub")
-    sub_head = git(sub, "rev-parse", "HEAD").stdout.strip()
+    sub_head = submodule_head(tmp_path / "sub")
     git(work, "update-index", "--add", "--cacheinfo", f"160000,{sub_head},app/vendor")
     git(work, "commit", "-q", "-m", "a submodule inside the set")
     summary = reduce_revision_set_pair("HEAD~3..HEAD", ["app/"], settings(), directory=work)
