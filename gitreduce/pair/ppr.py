@@ -239,7 +239,7 @@ def variant_first(current: PairCurrent) -> bool:
             known = newest
 
     view = Current(
-        current.state.variant_text(),
+        original,
         current.engine,
         current.syntax,
         on_change=accepted,
