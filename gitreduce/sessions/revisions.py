@@ -37,7 +37,7 @@ from gitreduce.sessions.pair import (
     reduce_pair_texts,
     seed_verdict,
 )
-from gitreduce.sessions.run import calibrated_run
+from gitreduce.sessions.run import bisection_result, calibrated_run
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,4 @@ def _bisect(
             return run.bisect_verdict(content, seed_expected)
 
         found = bisect_path(repo, good, bad, path, classify, echo)
-    if run.interrupted:  # even a search that ended: it may have had no reference to go by
-        found = None
-    if echo is not None:
-        for warning in warnings:
-            echo(f"warning: {warning}")
-    return found, run.spec.command
+    return bisection_result(run, found, warnings, echo)

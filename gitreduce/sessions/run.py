@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.errors import Interrupted, MisclassifiedOriginal, UserError
@@ -168,6 +168,23 @@ class CalibratedRun:
         if outcome.verdict in (Verdict.BAD, Verdict.SKIP):
             return Verdict.SKIP
         return outcome.verdict
+
+
+Found = TypeVar("Found")
+
+
+def bisection_result(
+    run: CalibratedRun, found: Found | None, warnings: list[str], echo: Echo | None
+) -> tuple[Found | None, str]:
+    """What a bisection found, once its run has ended, and the test it ran: nothing when
+    the run was interrupted, even if the search ended (it may have had no reference
+    to go by); the run's warnings echoed."""
+    if run.interrupted:
+        found = None
+    if echo is not None:
+        for warning in warnings:
+            echo(f"warning: {warning}")
+    return found, run.spec.command
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from gitreduce.git.store import ResultRequest, Store
 from gitreduce.sessions.fileset import FileSet, RevisionSets, SetTarget, as_set, read_revision_sets
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.pair import seed_verdict
-from gitreduce.sessions.run import Echo, calibrated_run
+from gitreduce.sessions.run import Echo, bisection_result, calibrated_run
 from gitreduce.sessions.setpair import (
     SetPairSettings,
     SetPairSummary,
@@ -152,9 +152,4 @@ def _bisect_sets(
                 f"{commits[stop.index].id}"
             ) from None
         found = PathBisect(", ".join(sets.paths), commits, result)
-    if run.interrupted:  # even a search that ended: it may have had no reference to go by
-        found = None
-    if echo is not None:
-        for warning in warnings:
-            echo(f"warning: {warning}")
-    return found, run.spec.command
+    return bisection_result(run, found, warnings, echo)
