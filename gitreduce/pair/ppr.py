@@ -19,7 +19,7 @@ deletion ever shifts, so pending work survives every accepted candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from gitreduce.core import edits
@@ -33,6 +33,7 @@ from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.coarse import coarse_commonality
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.lift import Provenance, diffed_origins, lift
+from gitreduce.pair.repair import Restoration, Unit, deleted_units, restore_fewest
 from gitreduce.pair.seed_view import SeedCurrent
 from gitreduce.pair.state import PairState
 from gitreduce.pair.token_tree import TokenTree, parse_tokens, seed_tree
@@ -200,8 +201,9 @@ def variant_first(current: PairCurrent) -> bool:
     pair. The first that does not stops the sweeps (a deletion the variant's
     failure survives broke the seed: a seed that must compile, a crash before
     type checking), and bisection between it and the last good one finds the
-    newest variant that still lifts. Where the very first does not, the pass
-    costs the tests up to its first success and one more.
+    newest variant that still lifts. Where the very first does not, the
+    sweeps go on to the end and the fewest deleted pieces the lifted seed
+    needs are put back into both programs (`pair/repair.py`).
     """
     if current.syntax is None:
         return False
@@ -214,29 +216,44 @@ def variant_first(current: PairCurrent) -> bool:
     # how each accepted variant was made from the original, while its base's is known
     provenance: dict[bytes, Provenance] = {original: Provenance.original(original)}
     known = -1  # the newest position of `history` whose lift is the pair
+    checking = True  # lifts are tried as the sweeps go; not once the very first was refused
 
-    def lifted(position: int) -> bool:
+    def origins_of(position: int) -> tuple[TokenList, list[int]]:
         variant = tokenize(history[position], grammar)
         made = provenance.get(history[position])
         if made is not None:
-            origins = made.origins(base.variant, variant)
-        else:
-            origins = diffed_origins(base.variant, variant)
-        pair = lift(base, variant, origins).alignment(variant, grammar)
-        return current.try_states([PairState.full(pair)]) is not None
+            return variant, made.origins(base.variant, variant)
+        return variant, diffed_origins(base.variant, variant)
+
+    def lifted(position: int) -> bool:
+        variant, origins = origins_of(position)
+        return lifts(variant, origins)
+
+    def lifts(variant: TokenList, origins: list[int]) -> bool:
+        return first_lifting([(variant, origins)]) is not None
+
+    def first_lifting(variants: Iterable[tuple[TokenList, list[int]]]) -> int | None:
+        states = (
+            PairState.full(lift(base, variant, origins).alignment(variant, grammar))
+            for variant, origins in variants
+        )
+        return current.try_states(states)
 
     def accepted(reduced: Current) -> None:
-        nonlocal known
+        nonlocal known, checking
         history.append(reduced.text)
         rendered = reduced.rendered
         if isinstance(rendered, edits.Rendered) and rendered.base in provenance:
             made = provenance[rendered.base].after(rendered.base, rendered.splices)
             provenance[reduced.text] = made
         newest = len(history) - 1
-        if len(history) & newest == 0:  # a power of two
-            if not lifted(newest):
+        if checking and len(history) & newest == 0:  # a power of two
+            if lifted(newest):
+                known = newest
+            elif newest == 0:
+                checking = False
+            else:
                 raise _Unliftable
-            known = newest
 
     view = Current(
         original,
@@ -253,6 +270,8 @@ def variant_first(current: PairCurrent) -> bool:
         while sweep(view, program.original):
             pass
         newest = len(history) - 1
+        if not checking:
+            return _repair(current.syntax, base, origins_of(newest)[1], first_lifting)
         if known == newest or lifted(newest):
             return newest >= 0
     except _Unliftable:
@@ -265,6 +284,35 @@ def variant_first(current: PairCurrent) -> bool:
         else:
             refused = middle
     return known >= 0
+
+
+# The most deleted pieces a repair puts back before it settles for its last success: each
+# costs about log2(pieces) candidates, and past this many PPR's own sweeps cost less.
+_MOST_PIECES = 48
+# A restored subtree this small comes back whole: splitting it costs more than MinCommonality.
+_SMALLEST_SPLIT = 6
+
+
+def _repair(
+    syntax: Syntax,
+    base: Alignment,
+    origins: list[int],
+    first_lifting: Callable[[Iterable[tuple[TokenList, list[int]]]], int | None],
+) -> bool:
+    """Whether putting back deleted pieces of the original variant into the reduced one
+    gave a pair whose seed, lifted to it, passes (it became the pair)."""
+    restoration = Restoration(base.variant, origins)
+    tree = parse_tokens(
+        syntax, base.variant.text, list(range(len(base.variant))), base.variant.texts
+    )
+
+    def first_holding(sets: list[list[Unit]]) -> int | None:
+        return first_lifting(restoration.render(units, syntax.grammar) for units in sets)
+
+    units = deleted_units(tree, restoration.kept)
+    return restore_fewest(
+        tree, units, first_holding, most=_MOST_PIECES, smallest_split=_SMALLEST_SPLIT
+    )
 
 
 @dataclass(frozen=True)

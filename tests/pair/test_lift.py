@@ -8,6 +8,7 @@ must also "compile" where said so: every function it calls is defined.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from post_decrement import SEED, VARIANT, bug, flat
 
@@ -110,12 +111,21 @@ def flat_calls(text: bytes) -> bytes:
     return re.sub(rb"\b\w+\s+\**\w+\s*\([^;{]*\)\s*\{", b"{", text)
 
 
-def pair_current(*, seed_must_compile: bool, tested: list[bytes]) -> PairCurrent:
+def has_main(text: bytes) -> bool:
+    return re.search(rb"\bint\s+main\s*\(", text) is not None
+
+
+def pair_current(
+    *, tested: list[bytes], seed_needs: Callable[[bytes], bool] | None = None
+) -> PairCurrent:
+    """The pair under a rule where a text passes unless it has the bug or, with
+    `seed_needs`, lacks what the rule asks of a good program."""
+
     def run(text: bytes) -> Outcome:
         tested.append(text)
         if bug(text):
             return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
-        if seed_must_compile and not compiles(text):
+        if seed_needs is not None and not seed_needs(text):
             return Outcome(Verdict.SKIP, 125, 0.0)
         return Outcome(Verdict.GOOD, 0, 0.0)
 
@@ -133,7 +143,7 @@ def pair_current(*, seed_must_compile: bool, tested: list[bytes]) -> PairCurrent
 
 def test_the_variant_is_reduced_alone_and_the_seed_follows() -> None:
     tested: list[bytes] = []
-    current = pair_current(seed_must_compile=False, tested=tested)
+    current = pair_current(tested=tested)
     assert variant_first(current)
     seed, variant = current.state.seed_text(), current.state.variant_text()
     assert not bug(seed) and bug(variant)
@@ -143,21 +153,42 @@ def test_the_variant_is_reduced_alone_and_the_seed_follows() -> None:
     assert 0 < len(seeds) <= 2 * len(tested).bit_length(), seeds
 
 
-def test_a_lift_that_does_not_compile_stops_the_sweeps() -> None:
-    """Deleting `helper` keeps the variant failing but leaves the seed calling nothing: the
-    first lift that does not pass ends the variant's sweeps (only lifts of variants
-    already accepted are tested after it), and the pair is the newest that lifts."""
-    assert compiles(SEED) and not compiles(SEED.replace(b"int helper", b"int other"))
+def test_a_later_lift_that_is_refused_stops_the_sweeps() -> None:
+    """Here the seed must keep `main`: the first lifts pass, then the sweeps hoist the
+    body out of `main` and its lift is refused. That ends the variant's sweeps (only
+    lifts of variants already accepted are tested after it), and the pair is the
+    newest that lifts."""
     tested: list[bytes] = []
-    current = pair_current(seed_must_compile=True, tested=tested)
-    variant_first(current)
-    refused = [at for at, text in enumerate(tested) if a_seed(text) and not compiles(text)]
+    current = pair_current(tested=tested, seed_needs=has_main)
+    assert variant_first(current)
+    lifts = [at for at, text in enumerate(tested) if a_seed(text)]
+    refused = [at for at in lifts if not has_main(tested[at])]
     assert refused, "no lift failed: the rule does not test what it should"
+    assert lifts[0] < refused[0], "the first lift failed: this is the repair's case"
     assert all(a_seed(text) for text in tested[refused[0] :])  # no variant tested after
-    lifts = [text for text in tested if a_seed(text)]
     assert len(lifts) <= 2 * len(tested).bit_length() + 2
     seed, variant = current.state.seed_text(), current.state.variant_text()
+    assert has_main(seed) and not bug(seed) and bug(variant)
+    assert b"unrelated" not in variant and b"struct point" not in variant
+
+
+def test_when_the_first_lift_is_refused_the_pieces_the_seed_needs_come_back() -> None:
+    """Deleting `helper` keeps the variant failing but leaves the seed calling an
+    undefined function: the very first lift is refused. The variant's sweeps then go
+    on to the end (as a single-program reduction would), and the deleted pieces the
+    lifted seed needs are put back in both programs: a valid pair far smaller than the
+    original, found with a few lifts per piece."""
+    assert compiles(SEED) and not compiles(SEED.replace(b"int helper", b"int other"))
+    tested: list[bytes] = []
+    current = pair_current(tested=tested, seed_needs=compiles)
+    assert variant_first(current)
+    lifts = [at for at, text in enumerate(tested) if a_seed(text)]
+    assert not compiles(tested[lifts[0]]), "the first lift passed: the rule tests nothing"
+    assert any(not a_seed(text) for text in tested[lifts[0] :])  # the sweeps went on
+    assert len(lifts) <= 4 * len(tested).bit_length()
+    seed, variant = current.state.seed_text(), current.state.variant_text()
     assert compiles(seed) and not bug(seed) and bug(variant)
+    assert len(seed) < len(SEED) // 4 and len(variant) < len(VARIANT) // 4
     reduce_pair(current)
     seed, variant = current.state.seed_text(), current.state.variant_text()
     assert compiles(seed) and not bug(seed) and bug(variant)

@@ -1,0 +1,201 @@
+"""Putting back what a reduced variant's lifted seed needs: the fewest deleted subtrees.
+
+Where the bug fires whatever else is wrong with the program (a crash before
+type checking), the variant's tree sweeps delete freely while the seed must
+still pass its test (compile cleanly): the seed lifted to the very first
+accepted variant is refused. Reducing both programs together from there costs
+several tests per token, since most deletions break the seed. The variant's
+own reduction is still the best guide to what the bug needs; what the seed
+needs on top of it is usually a few of the deleted pieces: a declaration a
+kept line uses, a field, a statement's terminator.
+
+`fewest_needed` finds those pieces among the subtrees of the original variant
+the reduction deleted (`deleted_units`), by binary search for the first piece
+a restoration cannot do without, once per piece needed (QuickXplain's idea,
+Junker 2004): about log2(pieces) candidates each, against PPR's sweeps over
+every node of both programs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import tree_sitter
+
+from gitreduce.lang.grammars import Grammar
+from gitreduce.pair.lift import diffed_origins
+from gitreduce.pair.token_tree import TokenTree
+from gitreduce.pair.tokens import TokenList, join, tokenize
+
+# Original variant token indices, ascending: what one piece puts back
+Unit = tuple[int, ...]
+Item = TypeVar("Item")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Deleted tokens that come back together: a whole subtree (`node`), or the deleted
+    leaves of one node (`node` None)."""
+
+    indices: Unit
+    node: tree_sitter.Node | None = field(default=None, compare=False)
+
+
+def deleted_units(tree: TokenTree, kept: set[int]) -> list[Piece]:
+    """The deleted parts of the original variant as restorable pieces, in text order.
+
+    Each whole subtree the reduction deleted under a node it kept part of is
+    one piece; that node's deleted leaves (brackets, separators, keywords a
+    hoist left behind) are one more, since they rarely come back one by one.
+    """
+    units: list[Piece] = []
+    pending = [tree.tree.root_node]
+    while pending:
+        node = pending.pop()
+        loose: list[int] = []
+        for child in node.children:
+            indices = tree.indices(child)
+            if not indices:
+                continue
+            if any(index in kept for index in indices):
+                pending.append(child)
+            elif child.child_count == 0:
+                loose += indices
+            else:
+                units.append(Piece(tuple(indices), child))
+        if loose:
+            units.append(Piece(tuple(loose)))
+    return sorted(units, key=lambda piece: piece.indices)
+
+
+def split(tree: TokenTree, piece: Piece) -> tuple[Unit, list[Piece]]:
+    """A subtree piece as its node's own leaves and one piece per child subtree."""
+    assert piece.node is not None
+    leaves: list[int] = []
+    children: list[Piece] = []
+    for child in piece.node.children:
+        indices = tree.indices(child)
+        if not indices:
+            continue
+        if child.child_count == 0:
+            leaves += indices
+        else:
+            children.append(Piece(tuple(indices), child))
+    return tuple(leaves), children
+
+
+class Restoration:
+    """A reduced variant with pieces of the original put back.
+
+    Only the original's tokens are rendered: a token the reduction wrote (a
+    stock phrase standing for a deleted body, half of a split `>>`) stood for
+    something a piece may bring back, and the two together rarely parse. Without
+    them the restoration of every piece is the original variant itself.
+    """
+
+    def __init__(self, variant: TokenList, origins: list[int]) -> None:
+        self._variant = variant
+        self.kept = {origin for origin in origins if origin >= 0}
+
+    def render(self, units: Iterable[Unit], grammar: Grammar | None) -> tuple[TokenList, list[int]]:
+        """The variant with `units` restored, and each of its tokens' original index."""
+        variant = self._variant
+        included = sorted(self.kept.union(*units))
+        chunks: list[bytes] = []
+        run_start = 0
+        for at in range(1, len(included) + 1):
+            if at == len(included) or included[at] != included[at - 1] + 1:
+                first, last = included[run_start], included[at - 1]
+                chunks.append(variant.text[variant.leads[first] : variant.ends[last]])
+                run_start = at
+        text = join(chunks) + variant.text[variant.tail :]
+        tokens = tokenize(text, grammar)
+        if len(tokens) != len(included):
+            return tokens, diffed_origins(variant, tokens)
+        return tokens, included
+
+
+# Asks which of several sets holds first (in order), or None: one batch of candidates, so
+# with several jobs the sets are tested at once
+FirstHolding = Callable[[list[list[Item]]], int | None]
+
+
+def fewest_needed(
+    items: Sequence[Item], first_holding: FirstHolding[Item], *, most: int, probes: int = 2
+) -> list[Item] | None:
+    """The last set of `items` found to hold: at best one whose every item was needed
+    given the ones before it; None when no set held before `most` were chosen.
+
+    Each item found needed is the last of the shortest prefix of the rest that
+    holds with the ones chosen: a search over prefix lengths that asks about
+    `probes` of them at once (and about the chosen ones alone first), cutting
+    the range into `probes + 1`. The number of probes is fixed, not the number
+    of jobs, so the sets asked about, and the result, do not depend on jobs.
+    `holds` of all items is assumed (the program as it is) and never asked.
+    Every set asked about is a subset of the last one that held, so the asker
+    may adopt each success as it comes.
+    """
+    chosen: list[Item] = []
+    rest = list(items)
+    held: list[Item] | None = None
+    while len(chosen) < most:
+        low, high = 0, len(rest)  # chosen with rest[:high] holds (found or assumed)
+        low_refused = False  # whether chosen with rest[:low] was found not to
+        while not low_refused or high - low > 1:
+            step = max(1, (high - low) // (probes + 1))
+            points = [] if low_refused else [low]
+            points += list(range(low + step, high, step))[:probes]
+            sets = [chosen + rest[:point] for point in points]
+            found = first_holding(sets)
+            if found is None:
+                low, low_refused = points[-1], True
+                continue
+            if points[found] == 0:
+                return chosen
+            high, held = points[found], sets[found]
+            if found > 0:
+                low, low_refused = points[found - 1], True
+        if high == 0:
+            break
+        chosen.append(rest[high - 1])
+        rest = rest[: high - 1]
+    return held
+
+
+def restore_fewest(
+    tree: TokenTree,
+    units: list[Piece],
+    first_holding: FirstHolding[Unit],
+    *,
+    most: int,
+    smallest_split: int,
+) -> bool:
+    """Whether some restoration held: first the fewest `units` the pair needs, then
+    inside each restored subtree of `smallest_split` tokens or more, its own leaves
+    and the fewest of its children, and so on down (hierarchical delta debugging,
+    each level by `fewest_needed`)."""
+
+    def holds_with(fixed: list[Unit]) -> FirstHolding[Piece]:
+        return lambda sets: first_holding(
+            [fixed + [piece.indices for piece in pieces] for pieces in sets]
+        )
+
+    found = fewest_needed(units, holds_with([]), most=most)
+    if found is None:
+        return False
+    restored: list[Unit] = [piece.indices for piece in found]
+    pending = [piece for piece in found if piece.node is not None]
+    while pending:
+        piece = pending.pop(0)
+        if len(piece.indices) < smallest_split:
+            continue
+        leaves, children = split(tree, piece)
+        others = [unit for unit in restored if unit != piece.indices]
+        kept = fewest_needed(children, holds_with([*others, leaves]), most=most)
+        if kept is None:
+            continue
+        restored = [*others, leaves, *(child.indices for child in kept)]
+        pending += kept
+    return True

@@ -1,0 +1,162 @@
+"""The deleted pieces of a reduced variant, put back: which pieces, how they render, and
+the search for the fewest a lifted seed needs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.pair.repair import (
+    FirstHolding,
+    Restoration,
+    Unit,
+    deleted_units,
+    fewest_needed,
+    restore_fewest,
+)
+from gitreduce.pair.token_tree import parse_tokens
+from gitreduce.pair.tokens import tokenize
+
+C = grammars.load("c")
+
+PROGRAM = b"""int helper(int a) { return a + 1; }
+
+struct unused { int x; };
+
+int main(void) {
+    int x = helper(2);
+    return (x);
+}
+"""
+
+
+def pieces(text: bytes, kept_texts: list[bytes]) -> tuple[list[Unit], list[bytes], Restoration]:
+    """The units of `text` with the tokens of its last function (`main`, or the last
+    eight tokens) whose text is in `kept_texts` kept."""
+    assert C is not None
+    tokens = tokenize(text, C)
+    texts = tokens.texts()
+    last = texts.index(b"main") - 2 if b"main" in texts else len(texts) - 8
+    kept = [index for index, token in enumerate(texts) if index > last and token in kept_texts]
+    tree = parse_tokens(Syntax(C, text), text, list(range(len(tokens))), tokens.texts)
+    restoration = Restoration(tokens, kept)
+    units = [piece.indices for piece in deleted_units(tree, restoration.kept)]
+    return units, texts, restoration
+
+
+def test_whole_deleted_subtrees_are_pieces_and_loose_leaves_go_together() -> None:
+    units, texts, restoration = pieces(PROGRAM, [b"main", b"x", b"return"])
+    as_text = [b" ".join(texts[index] for index in unit) for unit in units]
+    # the two deleted top-level declarations, each one piece
+    assert b"int helper ( int a ) { return a + 1 ; }" in as_text
+    assert b"struct unused { int x ; }" in as_text
+    # the parentheses around the kept `x`: deleted leaves of one kept node, one piece
+    assert b"( )" in as_text
+    covered = sorted(index for unit in units for index in unit)
+    assert len(covered) == len(set(covered))  # no token in two pieces
+    assert not restoration.kept & set(covered)
+    assert units == sorted(units)  # in text order
+
+
+def test_restoring_every_piece_renders_the_original_and_none_the_kept_tokens() -> None:
+    assert C is not None
+    units, texts, restoration = pieces(PROGRAM, [b"main", b"x", b"return", b";"])
+    everything, origins = restoration.render(units, C)
+    kept_only, kept_origins = restoration.render([], C)
+    assert everything.text.startswith(PROGRAM.rstrip())
+    assert origins == list(range(len(texts)))
+    assert kept_only.texts() == [texts[index] for index in kept_origins]
+    assert kept_origins == sorted(restoration.kept)
+
+
+def test_restored_pieces_never_glue_to_their_neighbours() -> None:
+    """Restoring `int` between kept words must not write `intx`."""
+    assert C is not None
+    text = b"int f(void) { int x = 1; return x; }\n"
+    units, texts, restoration = pieces(text, [b"f", b"x", b"return", b";", b"{", b"}"])
+    rendered, origins = restoration.render(units[:1], C)
+    assert [texts[index] for index in origins] == rendered.texts()
+
+
+def asking(holds: Callable[[list[Unit]], bool]) -> FirstHolding[Unit]:
+    """`holds` asked of each set of a batch in order, as the engine's first success."""
+    return lambda sets: next((at for at, units in enumerate(sets) if holds(units)), None)
+
+
+def test_the_fewest_needed_pieces_are_found_with_a_few_questions_each() -> None:
+    units: list[Unit] = [(index,) for index in range(64)]
+    needed = {(5,), (40,), (41,)}
+    asked: list[list[Unit]] = []
+
+    def holds(chosen: list[Unit]) -> bool:
+        asked.append(chosen)
+        return needed <= set(chosen)
+
+    batches: list[int] = []
+
+    def first_holding(sets: list[list[Unit]]) -> int | None:
+        batches.append(len(sets))
+        return asking(holds)(sets)
+
+    found = fewest_needed(units, first_holding, most=10)
+    assert found is not None and set(found) == needed
+    assert max(batches) <= 3  # the chosen ones alone and two probes
+    assert len(batches) <= len(needed) * ((64).bit_length() + 1)
+    assert units not in asked  # everything restored is the original: never asked
+
+
+def test_every_question_is_a_subset_of_the_last_set_that_held() -> None:
+    units: list[Unit] = [(index,) for index in range(20)]
+    last_held: set[Unit] = set(units)
+
+    def holds(chosen: list[Unit]) -> bool:
+        nonlocal last_held
+        assert set(chosen) <= last_held
+        if {(3,), (17,)} <= set(chosen):
+            last_held = set(chosen)
+            return True
+        return False
+
+    assert fewest_needed(units, asking(holds), most=10) is not None
+
+
+def test_too_many_needed_pieces_give_the_last_set_that_held_or_nothing() -> None:
+    units: list[Unit] = [(index,) for index in range(16)]
+
+    def needs_four(chosen: list[Unit]) -> bool:
+        return {(5,), (9,), (12,), (14,)} <= set(chosen)
+
+    found = fewest_needed(units, asking(needs_four), most=2)
+    assert found is not None and needs_four(found) and len(found) < len(units)
+    assert fewest_needed(units, asking(lambda chosen: False), most=3) is None
+
+
+def test_inside_a_restored_subtree_only_the_children_needed_come_back() -> None:
+    """The seed needs the function `helper` back, but not its second statement: the
+    function is put back whole, then split into its own tokens and children."""
+    assert C is not None
+    text = b"int helper(int a) { int b = a; int c = 9; return b; }\nint main(void) { }\n"
+    tokens = tokenize(text, C)
+    texts = tokens.texts()
+    tree = parse_tokens(Syntax(C, text), text, list(range(len(tokens))), tokens.texts)
+    main = texts.index(b"main")
+    restoration = Restoration(tokens, list(range(main - 1, len(tokens))))
+    units = deleted_units(tree, restoration.kept)
+
+    def holds(chosen: list[Unit]) -> bool:
+        rendered, _ = restoration.render(chosen, C)
+        body = b" ".join(rendered.texts())
+        return b"return b ;" in body and b"int b = a ;" in body and b"helper (" in body
+
+    restored: list[list[Unit]] = []
+
+    def first_holding(sets: list[list[Unit]]) -> int | None:
+        at = asking(holds)(sets)
+        if at is not None:
+            restored.append(sets[at])
+        return at
+
+    assert restore_fewest(tree, units, first_holding, most=8, smallest_split=4)
+    final = b" ".join(restoration.render(restored[-1], C)[0].texts())
+    assert b"int c = 9" not in final and b"return b ;" in final
