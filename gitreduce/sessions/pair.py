@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -130,8 +131,11 @@ def reduce_pair_texts(
     syntax = Syntax(grammar, settings.variant) if grammar else None
     spec = pair_spec(settings)
     seed_expected = seed_verdict(settings.polarity)
-    alignment = Alignment.of(settings.seed, settings.variant, grammar)
-    full = PairState.full(alignment)
+    # The token diff of two large programs is seconds of Python: computed while the
+    # originals' tests calibrate, which mostly wait on the test's processes.
+    aligning = ThreadPoolExecutor(1, thread_name_prefix="align")
+    aligned = aligning.submit(Alignment.of, settings.seed, settings.variant, grammar)
+    aligning.shutdown(wait=False)
     seed_out, variant_out = settings.seed, settings.variant
 
     def seed_ok(outcome: Outcome) -> bool:
@@ -154,6 +158,8 @@ def reduce_pair_texts(
         settings.skip_passes,
     ) as run:
         engine = run.engine
+        alignment = aligned.result()
+        full = PairState.full(alignment)
         current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, on_change)
         if progress is not None:
             progress(current)

@@ -53,10 +53,12 @@ def settle(run: CalibratedRun, chain: Sequence[T], checks: Checks[T]) -> Settled
     what `checks` asks, re-run alone; raises `UserError` when not even the original is.
 
     Stops the reduction's oracle first: its leftover speculative runs would
-    not leave the re-verification alone.
+    not leave the re-verification alone. The cache seals and packs the
+    reduction's verdicts meanwhile.
     """
     run.oracle.close()
     run.engine.close()
+    run.cache.pack_soon()
     total = max(STABLE_RUNS, run.spec.repeat)
     unstable = failure = ""
     seen: dict[str, str] = {}  # texts found unstable (by key): what their runs said

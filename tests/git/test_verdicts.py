@@ -154,6 +154,32 @@ def test_threads_and_background_checkpoints(bare):
     assert again.get(blob_id(b"worker 3 candidate 7\n" * 20)) == outcome_for(7)
 
 
+def test_pack_soon_seals_and_packs_before_close_is_called(bare):
+    """At the end of a reduction the sealing and packing run in the background, while
+    the result is re-verified; close only saves what came after."""
+    cache = GitVerdictCache(bare, FINGERPRINT, checkpoint_seconds=60)  # no timer fires
+    keys = []
+    for index in range(50):
+        keys.append(cache.remember(f"candidate {index}\n".encode() * 50))
+        cache.put(keys[-1], outcome_for(index))
+    objects = Path(bare.path) / "objects"
+    assert all((objects / key[:2] / key[2:]).exists() for key in keys)
+    cache.pack_soon()
+    deadline = time.monotonic() + 30
+    while cache.packs == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert cache.packs == 1 and cache.flushes >= 1
+    assert not any((objects / key[:2] / key[2:]).exists() for key in keys)  # packed
+    assert all(pygit2.Oid(hex=key) in bare for key in keys)
+    late = cache.remember(b"verified alone\n")
+    cache.put(late, outcome_for(50))
+    cache.close()
+    assert not cache.warnings
+    again = quiet_cache(bare)
+    assert again.loaded == 51 and again.get(late) == outcome_for(50)
+    fsck_clean(Path(bare.path))
+
+
 def test_the_fingerprint_must_be_hex(bare):
     with pytest.raises(ValueError):
         GitVerdictCache(bare, "../../heads/main")
