@@ -181,7 +181,7 @@ def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = T
     def render(kept: Subset) -> bytes:
         return render_deletions(snapshot, deletion_spans(units, kept))
 
-    def first_success(subsets: Sequence[Subset]) -> int | None:
+    def first_success(subsets: Iterable[Subset]) -> int | None:
         return current.try_candidates(render(subset) for subset in subsets)
 
     ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)

@@ -9,10 +9,12 @@ wins, whatever finishes first).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 Subset = tuple[int, ...]
-FirstSuccess = Callable[[Sequence[Subset]], int | None]
+# The index of the first interesting subset, in order, or None; reads no further than it needs
+FirstSuccess = Callable[[Iterable[Subset]], int | None]
 
 
 def _chunks(units: Subset, count: int) -> list[Subset]:
@@ -25,7 +27,53 @@ def _chunks(units: Subset, count: int) -> list[Subset]:
     return [chunk for chunk in chunks if chunk]
 
 
-def ddmin(units: Subset, first_success: FirstSuccess, *, try_empty: bool = True) -> Subset:
+@dataclass(frozen=True)
+class _Step:
+    """Where one planned candidate sits in ddmin's search: its batch's granularity and
+    resume point, its place in that batch, and what it keeps."""
+
+    granularity: int
+    resume: int
+    index: int
+    chunks: int
+    kept: Subset
+
+
+def _planned(
+    current: Subset,
+    granularity: int,
+    resume: int,
+    plan: list[_Step | None],
+    *,
+    empty: bool,
+    one_batch: bool,
+) -> Iterator[Subset]:
+    """The subsets ddmin tries from here if every one fails, in its order: the empty set
+    (when `empty`), then each granularity's complements down to single units; with
+    `one_batch`, only the first of those batches. Each one's step is appended to
+    `plan` as it is yielded."""
+    if empty:
+        plan.append(None)
+        yield ()
+        if one_batch or len(current) == 1:
+            return
+    while True:
+        chunks = _chunks(current, granularity)
+        order = chunks[resume:] + chunks[:resume]
+        for index, chunk in enumerate(order):
+            removed = set(chunk)
+            kept = tuple(unit for unit in current if unit not in removed)
+            plan.append(_Step(granularity, resume, index, len(chunks), kept))
+            yield kept
+        if one_batch or granularity >= len(current):
+            return
+        granularity = min(granularity * 2, len(current))
+        resume = 0
+
+
+def ddmin(
+    units: Subset, first_success: FirstSuccess, *, try_empty: bool = True, ahead: bool = True
+) -> Subset:
     """A 1-minimal subset of `units` that stays interesting (the full set is assumed to be).
 
     Complements are tried before subsets (they remove more when most units are
@@ -33,34 +81,43 @@ def ddmin(units: Subset, first_success: FirstSuccess, *, try_empty: bool = True)
     at the chunk that succeeded instead of restarting from the front, which
     saves re-testing chunks that just failed. `try_empty` first tries removing
     every unit at once, a single cheap test that often empties dead lists.
+
+    With `ahead`, `first_success` gets, lazily, every candidate ddmin would
+    try until its next success, not one batch: a batch of one (the empty set)
+    or the last candidates of a batch would otherwise leave all but one job
+    idle while the next batch is already known. The first success in order is
+    the same either way, so neither the result nor the candidates tried at one
+    job change. Without `ahead`, one batch at a time, for a `first_success`
+    that reads all it is given.
     """
     current = tuple(units)
     if not current:
         return current
-    if try_empty:
-        if first_success([()]) == 0:
-            return ()
-        if len(current) == 1:
-            return current
     granularity = min(2, len(current))
     resume = 0
+    empty = try_empty
     while current:
-        chunks = _chunks(current, granularity)
-        order = chunks[resume:] + chunks[:resume]
-        complements = []
-        for chunk in order:
-            removed = set(chunk)
-            complements.append(tuple(unit for unit in current if unit not in removed))
-        winner = first_success(complements)
-        if winner is not None:
-            resume = (resume + winner) % len(chunks)
-            current = complements[winner]
-            granularity = max(granularity - 1, 2)
-            granularity = min(granularity, len(current)) if current else granularity
-            resume = min(resume, max(granularity - 1, 0))
+        plan: list[_Step | None] = []
+        candidates = _planned(current, granularity, resume, plan, empty=empty, one_batch=not ahead)
+        winner = first_success(candidates if ahead else list(candidates))
+        if winner is None:
+            last = plan[-1] if plan else None
+            if ahead or (last is None and len(current) == 1):
+                break
+            if last is not None:
+                if last.granularity >= len(current):
+                    break
+                granularity = min(last.granularity * 2, len(current))
+                resume = 0
+            empty = False
             continue
-        if granularity >= len(current):
-            break
-        granularity = min(granularity * 2, len(current))
-        resume = 0
+        step = plan[winner]
+        if step is None:
+            return ()
+        current = step.kept
+        resume = (step.resume + step.index) % step.chunks
+        granularity = max(step.granularity - 1, 2)
+        granularity = min(granularity, len(current)) if current else granularity
+        resume = min(resume, max(granularity - 1, 0))
+        empty = False
     return current

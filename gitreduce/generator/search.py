@@ -33,7 +33,7 @@ re-execution, whose parts are what the next run works on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, Protocol
 
 from gitreduce.core.ddmin import ddmin
@@ -87,14 +87,14 @@ def _ddmin_parts(searcher: Searcher, base: Trace, units: Sequence[Unit]) -> bool
     """ddmin over `units` of `base`, a unit left out of the kept subset being applied; True if
     any was."""
 
-    def first_success(subsets: Sequence[tuple[int, ...]]) -> int | None:
+    def first_success(subsets: Iterable[tuple[int, ...]]) -> int | None:
         removals = []
         for subset in subsets:
             keep = set(subset)
             removals.append(frozenset(u for i, u in enumerate(units) if i not in keep))
         return searcher.first_success(base, removals)
 
-    kept = ddmin(tuple(range(len(units))), first_success)
+    kept = ddmin(tuple(range(len(units))), first_success, ahead=False)
     return len(kept) < len(units)
 
 

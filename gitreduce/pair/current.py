@@ -235,7 +235,7 @@ class PairCurrent:
             return False
         base = self.state
 
-        def first_success(subsets: Sequence[Subset]) -> int | None:
+        def first_success(subsets: Iterable[Subset]) -> int | None:
             def states() -> Iterator[PairState]:
                 for subset in subsets:
                     keep = set(subset)

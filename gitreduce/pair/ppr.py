@@ -19,7 +19,7 @@ deletion ever shifts, so pending work survives every accepted candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gitreduce.core import edits
@@ -161,7 +161,7 @@ def min_ldiff(current: PairCurrent) -> bool:
     base = current.state
     before = measure(base)
 
-    def first_success(subsets: Sequence[Subset]) -> int | None:
+    def first_success(subsets: Iterable[Subset]) -> int | None:
         return current.try_states(
             (
                 base.with_hunks({applied[i] for i in subset} | (base.applied - live))

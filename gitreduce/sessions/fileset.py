@@ -517,7 +517,7 @@ def _drop_files(
         going = {removable[index] for index in range(len(removable)) if index not in kept}
         return fileset.pack({name: text for name, text in snapshot.items() if name not in going})
 
-    def first_success(subsets: Sequence[Subset]) -> int | None:
+    def first_success(subsets: Iterable[Subset]) -> int | None:
         found = engine.first_success(
             (render(subset) for subset in subsets),
             smaller_than=len(accepted[-1]),

@@ -204,7 +204,7 @@ class SetPairSearch:
         base_seed, base_variant = self.seed, self.variant
         before = self.measure()
 
-        def first_success(subsets: Sequence[Subset]) -> int | None:
+        def first_success(subsets: Iterable[Subset]) -> int | None:
             def pairs() -> Iterator[tuple[Files, Files]]:
                 for subset in subsets:
                     kept = set(subset)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,16 +14,18 @@ Predicate = Callable[[Subset], bool]
 
 
 class Oracle:
-    """Adapts a plain predicate to ddmin's batch interface and records every call."""
+    """Adapts a plain predicate to ddmin's batch interface as the engine at one job does
+    (reading candidates only up to the first success) and records what it read."""
 
     def __init__(self, predicate: Predicate) -> None:
         self.predicate = predicate
         self.batches: list[list[Subset]] = []
 
-    def __call__(self, batch: Sequence[Subset]) -> int | None:
-        batch = list(batch)
-        self.batches.append(batch)
+    def __call__(self, batch: Iterable[Subset]) -> int | None:
+        read: list[Subset] = []
+        self.batches.append(read)
         for index, subset in enumerate(batch):
+            read.append(subset)
             if self.predicate(subset):
                 return index
         return None
@@ -134,7 +136,7 @@ def test_result_depends_only_on_the_first_success_of_each_batch(case):
     units, needed = case
     predicate = contains_all(needed)
 
-    def eager(batch: Sequence[Subset]) -> int | None:
+    def eager(batch: Iterable[Subset]) -> int | None:
         verdicts = [predicate(subset) for subset in reversed(list(batch))][::-1]
         return verdicts.index(True) if True in verdicts else None
 
@@ -197,5 +199,28 @@ def test_nothing_removable():
 def test_first_round_tries_both_halves():
     oracle = Oracle(lambda subset: False)
     units = tuple(range(8))
-    ddmin(units, oracle, try_empty=False)
+    ddmin(units, oracle, try_empty=False, ahead=False)
     assert oracle.batches[0] == [(4, 5, 6, 7), (0, 1, 2, 3)]
+
+
+def test_ahead_the_next_batches_follow_a_failing_one_in_the_same_call():
+    """A batch of one (the empty set) and the end of each batch no longer leave jobs
+    idle: the granularities after a failing batch come in the same call, lazily."""
+    oracle = Oracle(lambda subset: False)
+    ddmin(tuple(range(8)), oracle)
+    assert len(oracle.batches) == 1
+    assert oracle.tried[:3] == [(), (4, 5, 6, 7), (0, 1, 2, 3)]
+    assert oracle.tried[-8:] == [tuple(u for u in range(8) if u != k) for k in range(8)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=1, max_value=30), st.integers(min_value=0, max_value=10**6))
+def test_reading_ahead_tries_the_same_candidates_in_the_same_order(count, seed):
+    """What one job tests, and the result, are the same batch by batch or read ahead."""
+    units = tuple(range(count))
+    for try_empty in (True, False):
+        predicate = random_predicate(seed, units, 3)
+        batched, ahead = Oracle(predicate), Oracle(predicate)
+        result = ddmin(units, batched, try_empty=try_empty, ahead=False)
+        assert ddmin(units, ahead, try_empty=try_empty) == result
+        assert ahead.tried == batched.tried
