@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -175,14 +176,46 @@ def deletion_spans(units: Sequence[Unit], kept: Sequence[int]) -> list[tuple[int
 
 def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
     """ddmin over units of the current text (see `deletion_spans`); True if any went."""
+    return first_then_delete_units(current, (), units, try_empty=try_empty)[1]
+
+
+class _FirstTaken(Exception):
+    """One of the texts offered before ddmin's candidates was taken: ddmin stops there."""
+
+
+def first_then_delete_units(
+    current: Current, first: Iterable[bytes], units: Sequence[Unit], *, try_empty: bool = True
+) -> tuple[int | None, bool]:
+    """The texts `first`, in order, then ddmin over `units` if none is taken, all read as
+    one stream of candidates; which of `first` was taken, and whether units went.
+
+    The same candidates in the same order as trying `first` and then calling
+    `delete_units`, but with no wait between the two: the last of `first` and
+    ddmin's first candidates are tested side by side (`Engine.first_judged`).
+    """
     snapshot = current.text
     before = len(snapshot)
+    leading = list(first)
+    taken: int | None = None
+    if not units:
+        return current.try_candidates(leading), False
 
     def render(kept: Subset) -> bytes:
         return render_deletions(snapshot, deletion_spans(units, kept))
 
     def first_success(subsets: Iterable[Subset]) -> int | None:
-        return current.try_candidates(render(subset) for subset in subsets)
+        nonlocal leading, taken
+        offered, leading = leading, []
+        found = current.try_candidates(
+            itertools.chain(offered, (render(subset) for subset in subsets))
+        )
+        if found is not None and found < len(offered):
+            taken = found
+            raise _FirstTaken
+        return None if found is None else found - len(offered)
 
-    ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
-    return len(current.text) < before
+    try:
+        ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)
+    except _FirstTaken:
+        return taken, False
+    return None, len(current.text) < before

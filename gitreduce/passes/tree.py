@@ -13,13 +13,12 @@ found again in the re-parsed tree when popped.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import tree_sitter
 
 from gitreduce.core import edits
-from gitreduce.core.current import Current, Unit, delete_units
+from gitreduce.core.current import Current, Unit, first_then_delete_units
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Parsed
 
@@ -351,12 +350,11 @@ class TreeReducer:
             node = _locate(parsed.tree.root_node, start, end, entry.kind)
             if node is None:
                 continue
-            changed, replaced = self._hoist(node)
-            if changed:
-                if replaced is not None:
-                    self._push(replaced)
+            hoisted, node = self._reduce(node)
+            if hoisted:
+                if node is not None:
+                    self._push(node)
                 continue
-            node = self._reduce_children(node)
             if node is not None:
                 for child in node.named_children:
                     self._push(child)
@@ -397,47 +395,45 @@ class TreeReducer:
         # a whole body, and a body's `;`, are offered however many descendants there are
         return ranked + _unwrapped_bodies(node, parsed) + endings
 
-    def _hoist(self, node: tree_sitter.Node) -> tuple[bool, tree_sitter.Node | None]:
-        """Replace `node` by the smallest compatible phrase that keeps the bug.
+    def _reduce(self, node: tree_sitter.Node) -> tuple[bool, tree_sitter.Node | None]:
+        """Replace `node` by the smallest compatible phrase that keeps the bug, or else
+        ddmin over its children; whether it was replaced, and the node standing there
+        afterwards (None when that is no node of the kind, e.g. a body that became `;`).
 
-        Says whether it did, and the node now standing there (None when the
-        new text is no node of the chosen kind, e.g. a body that became `;`).
+        The replacements and the first ddmin are one stream of candidates
+        (`first_then_delete_units`): no job waits for the last replacement's test
+        before ddmin's first ones start.
         """
         replacements = self._replacements(node)
-        if not replacements:
-            return False, None
         text = self.current.text
+        start, end, kind = node.start_byte, node.end_byte, node.type
 
         def span_start(replacement: Replacement) -> int:
-            return node.start_byte if replacement.start < 0 else replacement.start
+            return start if replacement.start < 0 else replacement.start
 
-        def rendered() -> Iterator[bytes]:
-            for replacement in replacements:
-                if replacement.deletions:
-                    yield edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
-                    continue
-                edit = edits.Edit(span_start(replacement), node.end_byte, replacement.text)
-                yield edits.apply(text, [edit])
+        def rendered(replacement: Replacement) -> bytes:
+            if replacement.deletions:
+                return edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
+            return edits.apply(text, [edits.Edit(span_start(replacement), end, replacement.text)])
 
-        winner = self.current.try_candidates(rendered())
-        if winner is None:
-            return False, None
-        chosen = replacements[winner]
-        start = span_start(chosen)
-        self._record(start, node.end_byte, len(text))
-        parsed = self.current.parsed
-        assert parsed is not None
-        return True, _locate(parsed.tree.root_node, start, start + len(chosen.text), chosen.kind)
-
-    def _reduce_children(self, node: tree_sitter.Node) -> tree_sitter.Node | None:
-        """ddmin over the named children of `node`; the node as it stands afterwards."""
-        start, end, kind = node.start_byte, node.end_byte, node.type
+        first = [rendered(replacement) for replacement in replacements]
         for make_units in (list_units, operand_units):
             units = make_units(node)
-            if not units:
+            if not units and not first:
                 continue
             old_length = len(self.current.text)
-            if not delete_units(self.current, units, try_empty=make_units is list_units):
+            taken, deleted = first_then_delete_units(
+                self.current, first, units, try_empty=make_units is list_units
+            )
+            first = []
+            if taken is not None:
+                chosen = replacements[taken]
+                at = span_start(chosen)
+                self._record(at, end, old_length)
+                parsed = self.current.parsed
+                assert parsed is not None
+                return True, _locate(parsed.tree.root_node, at, at + len(chosen.text), chosen.kind)
+            if not deleted:
                 continue
             self._record(start, end, old_length)
             end += len(self.current.text) - old_length
@@ -445,6 +441,6 @@ class TreeReducer:
             assert parsed is not None
             located = _locate(parsed.tree.root_node, start, end, kind)
             if located is None:
-                return None
+                return False, None
             node = located
-        return node
+        return False, node

@@ -186,7 +186,7 @@ def test_a_long_body_is_still_offered_the_semicolon():
 
 def test_no_work_on_a_stale_node_after_a_body_became_a_semicolon(monkeypatch):
     stale: list[tuple[bytes, bytes]] = []
-    original = TreeReducer._reduce_children
+    original = TreeReducer._reduce
 
     def spy(self, node):
         now = self.current.text[node.start_byte : node.end_byte]
@@ -194,7 +194,7 @@ def test_no_work_on_a_stale_node_after_a_body_became_a_semicolon(monkeypatch):
             stale.append((node.text, now))
         return original(self, node)
 
-    monkeypatch.setattr(TreeReducer, "_reduce_children", spy)
+    monkeypatch.setattr(TreeReducer, "_reduce", spy)
     program = b"int f(void) { return 1; }\nint g(void) { return 2; }\n"
 
     def predicate(text: bytes) -> bool:
