@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import GATED_ONLY, Predicate, calls, make_engine, parses_cleanly, reduce_text
 
-from gitreduce.core.current import Current, Unit, delete_units
+from gitreduce.core.current import Current, Unit, delete_units, first_then_delete_units
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import line_units, tidy, token_units
@@ -337,6 +337,46 @@ def test_delete_units_drops_separators_with_their_units():
         assert current.text == b"f(a);"
     finally:
         engine.close()
+
+
+CALL = b"f(a, b, c);"
+CALL_UNITS = [Unit(2, 3, (3, 4)), Unit(5, 6, (6, 7)), Unit(8, 9)]
+FIRST = [b"f(x, y);", b"f(y);"]
+
+
+def keeps_a(text: bytes) -> bool:
+    return text.startswith(b"f(") and b"a" in text
+
+
+def offered_then_deleted(
+    interesting: Predicate,
+) -> tuple[tuple[int | None, bool], bytes, list[bytes]]:
+    tested: list[bytes] = []
+    engine = make_engine(interesting, 1, tested)
+    try:
+        current = Current(CALL, engine, None)
+        outcome = first_then_delete_units(current, FIRST, CALL_UNITS)
+    finally:
+        engine.close()
+    return outcome, current.text, tested
+
+
+def test_ddmin_goes_on_after_the_texts_offered_first_as_if_called_after_them():
+    outcome, text, tested = offered_then_deleted(keeps_a)
+    assert outcome == (None, True) and text == b"f(a);"
+    alone: list[bytes] = []
+    engine = make_engine(keeps_a, 1, alone)
+    try:
+        assert delete_units(Current(CALL, engine, None), CALL_UNITS)
+    finally:
+        engine.close()
+    assert tested == FIRST + alone
+
+
+def test_a_text_offered_first_that_is_taken_ends_the_stream():
+    outcome, text, tested = offered_then_deleted(lambda candidate: candidate == b"f(y);")
+    assert outcome == (1, False) and text == b"f(y);"
+    assert tested == FIRST
 
 
 def test_delete_units_reports_no_progress():
