@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gitreduce.core import edits
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Accepts, Engine, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
+
+T = TypeVar("T")
 
 
 class Current:
@@ -176,7 +179,7 @@ def deletion_spans(units: Sequence[Unit], kept: Sequence[int]) -> list[tuple[int
 
 def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
     """ddmin over units of the current text (see `deletion_spans`); True if any went."""
-    return first_then_delete_units(current, (), units, try_empty=try_empty)[1]
+    return first_then_delete_units(current, (), bytes, units, try_empty=try_empty)[1]
 
 
 class _FirstTaken(Exception):
@@ -184,10 +187,16 @@ class _FirstTaken(Exception):
 
 
 def first_then_delete_units(
-    current: Current, first: Iterable[bytes], units: Sequence[Unit], *, try_empty: bool = True
+    current: Current,
+    first: Sequence[T],
+    render_first: Callable[[T], bytes],
+    units: Sequence[Unit],
+    *,
+    try_empty: bool = True,
 ) -> tuple[int | None, bool]:
-    """The texts `first`, in order, then ddmin over `units` if none is taken, all read as
-    one stream of candidates; which of `first` was taken, and whether units went.
+    """The texts of `first` (rendered as they are reached), in order, then ddmin over
+    `units` if none is taken, all read as one stream of candidates; which of `first`
+    was taken, and whether units went.
 
     The same candidates in the same order as trying `first` and then calling
     `delete_units`, but with no wait between the two: the last of `first` and
@@ -195,19 +204,21 @@ def first_then_delete_units(
     """
     snapshot = current.text
     before = len(snapshot)
-    leading = list(first)
+    leading: Sequence[T] = first
     taken: int | None = None
     if not units:
-        return current.try_candidates(leading), False
+        return current.try_candidates(render_first(item) for item in first), False
 
     def render(kept: Subset) -> bytes:
         return render_deletions(snapshot, deletion_spans(units, kept))
 
     def first_success(subsets: Iterable[Subset]) -> int | None:
         nonlocal leading, taken
-        offered, leading = leading, []
+        offered, leading = leading, ()
         found = current.try_candidates(
-            itertools.chain(offered, (render(subset) for subset in subsets))
+            itertools.chain(
+                (render_first(item) for item in offered), (render(subset) for subset in subsets)
+            )
         )
         if found is not None and found < len(offered):
             taken = found

@@ -416,14 +416,14 @@ class TreeReducer:
                 return edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
             return edits.apply(text, [edits.Edit(span_start(replacement), end, replacement.text)])
 
-        first = [rendered(replacement) for replacement in replacements]
+        first = replacements
         for make_units in (list_units, operand_units):
             units = make_units(node)
             if not units and not first:
                 continue
             old_length = len(self.current.text)
             taken, deleted = first_then_delete_units(
-                self.current, first, units, try_empty=make_units is list_units
+                self.current, first, rendered, units, try_empty=make_units is list_units
             )
             first = []
             if taken is not None:

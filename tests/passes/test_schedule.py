@@ -355,7 +355,7 @@ def offered_then_deleted(
     engine = make_engine(interesting, 1, tested)
     try:
         current = Current(CALL, engine, None)
-        outcome = first_then_delete_units(current, FIRST, CALL_UNITS)
+        outcome = first_then_delete_units(current, FIRST, bytes, CALL_UNITS)
     finally:
         engine.close()
     return outcome, current.text, tested
