@@ -10,10 +10,11 @@ needs on top of it is usually a few of the deleted pieces: a declaration a
 kept line uses, a field, a statement's terminator.
 
 `fewest_needed` finds those pieces among the subtrees of the original variant
-the reduction deleted (`deleted_units`), by binary search for the first piece
-a restoration cannot do without, once per piece needed (QuickXplain's idea,
-Junker 2004): about log2(pieces) candidates each, against PPR's sweeps over
-every node of both programs.
+the reduction deleted (`deleted_units`), by a search for the shortest prefix
+of the pieces that holds, whose last piece is then needed, once per piece
+needed (the cost QuickXplain has for minimal conflicts, Junker 2004): a few
+candidates per piece needed, where PPR's sweeps try every node of both
+programs.
 """
 
 from __future__ import annotations
