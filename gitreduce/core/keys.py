@@ -32,7 +32,7 @@ TREE_MODE = b"40000"  # as git writes it in a tree object: no leading zero
 Tree = dict[str, Union[memoryview, "Tree"]]
 
 
-def blob_id(content: bytes) -> str:
+def blob_id(content: bytes | memoryview) -> str:
     """The git blob id of `content` (what `git hash-object` prints)."""
     digest = hashlib.sha1(b"blob %d\0" % len(content))
     digest.update(content)

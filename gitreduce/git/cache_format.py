@@ -56,7 +56,7 @@ from typing import Protocol
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
-from gitreduce.core.keys import Tree, set_tree
+from gitreduce.core.keys import Tree, blob_id, set_tree
 from gitreduce.core.outcome import Outcome, Verdict
 
 CACHE_REF_PREFIX = "refs/reduce/cache/"
@@ -312,8 +312,11 @@ def _write_tree(
         if isinstance(entry, dict):
             builder.insert(name, _write_tree(repo, entry, written), FileMode.TREE)
         else:
-            blob = repo.create_blob(bytes(entry))
-            written.append((blob, len(entry)))
+            # Most members are those of the set tested before: a lookup is a tenth of a write.
+            blob = pygit2.Oid(hex=blob_id(entry))
+            if blob not in repo:
+                blob = repo.create_blob(bytes(entry))
+                written.append((blob, len(entry)))
             builder.insert(name, blob, FileMode.BLOB)
     oid = builder.write()
     written.append((oid, 40 * len(builder)))

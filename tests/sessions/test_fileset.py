@@ -11,7 +11,9 @@ import pygit2
 import pytest
 from support import git, isolate, make_user_repo
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
+from gitreduce.core.keys import candidate_key
 from gitreduce.git.store import ResultRequest
 from gitreduce.sessions.fileset import (
     FILES_PASS,
@@ -272,3 +274,44 @@ def test_an_lto_type_mismatch_across_translation_units_keeps_only_what_makes_it(
     assert b"log_set_quiet" in summary.files["main.c"]
     assert b"quiet = " not in summary.files["log.c"]
     assert summary.tokens_after * 2 < summary.tokens_before  # the Makefile stays near whole
+
+
+def test_a_sets_verdicts_are_keyed_by_the_tree_git_writes_for_its_files(tmp_path: Path) -> None:
+    """Each test writes, with real git, the tree of the directory it was given; every key of
+    the cache is one of those trees, kept in the repository, whose files pack back to the
+    candidate; and a second run is answered by the cache alone."""
+    work = make_user_repo(tmp_path / "work")
+    python_project(work / "app")
+    trees = tmp_path / "trees.log"
+    test = tmp_path / "test.sh"
+    test.write_text(
+        "#!/bin/sh\n"
+        "scratch=$(mktemp -d) && trap 'rm -rf \"$scratch\"' EXIT\n"
+        'git init -q --bare "$scratch/git" || exit 125\n'
+        'GIT_DIR="$scratch/git" GIT_WORK_TREE=. git add -A || exit 125\n'
+        f'GIT_DIR="$scratch/git" git write-tree >> {trees} || exit 125\n'
+        f"{GREP_BOTH}\n"
+    )
+    test.chmod(0o755)
+    first = reduce_files(settings([work / "app"], test=str(test)))
+    assert first.verified and first.files_after < first.files_before
+    repo = pygit2.Repository(str(work))
+    (ref,) = [name for name in repo.references if name.startswith("refs/reduce/cache/")]
+    keys = {
+        line.split()[0]
+        for entry in git(work, "ls-tree", "-r", "--name-only", ref).stdout.split()
+        if entry.endswith("verdicts")
+        for line in git(work, "cat-file", "blob", f"{ref}:{entry}").stdout.splitlines()
+    }
+    tested = set(trees.read_text().split())
+    assert keys and keys <= tested  # each verdict's key: a tree git wrote for a tested set
+    for key in keys:
+        assert git(work, "cat-file", "-t", key).stdout.strip() == "tree"
+        files = {
+            path: repo[repo.revparse_single(f"{key}:{path}").id].data
+            for path in git(work, "ls-tree", "-r", "--name-only", key).stdout.splitlines()
+        }
+        assert candidate_key(fileset.pack(files)) == key
+    assert candidate_key(fileset.pack(first.files)) in keys
+    again = reduce_files(settings([work / "app"], test=str(test)))
+    assert again.stats.tests_run == 0 and again.files == first.files
