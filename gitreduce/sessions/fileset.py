@@ -6,7 +6,10 @@ at their paths relative to their common directory), test it as one candidate
 `{}` names that dir), and reduce it: whole files first (ddmin over the
 members not pinned with `--keep`), then the single-program schedule on each
 file, biggest first, with the other files fixed; rounds repeat while the set
-shrinks, since a file reduced can free declarations in another. Files with no
+shrinks, since a file reduced can free declarations in another. At their
+fixpoint the passes over the whole set run (`passes/across.py`: a name a
+header declares and other files use, replaced in every file at once), and
+the rounds again if they shrank it. Files with no
 grammar are reduced by lines and tokens, as a single file would be. The
 result is written as a directory when asked (or outside any repository) and
 recorded as one commit holding the reduced set.
@@ -33,6 +36,7 @@ from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.pass_runner import PassTarget, run_pass
 from gitreduce.git.revisions import (
     find_repository,
     kind_at,
@@ -45,6 +49,7 @@ from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message,
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.spec import TestSpec
+from gitreduce.passes.across import ACROSS, SetProgram
 from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import Echo, calibrated_run, resolve_grammar, waiting_notice
@@ -190,7 +195,7 @@ class _Member(Current):
         return super().tokens + self.others
 
 
-Progress = Callable[[Current], None]
+Progress = Callable[[PassTarget], None]  # a member's `Current`, or the whole set
 
 
 @dataclass(frozen=True)
@@ -405,7 +410,9 @@ def _reduce(
                 )
                 reduce_program(member)
                 files[path] = member.text
-            if len(accepted[-1]) >= size:
+            if len(accepted[-1]) < size:
+                continue
+            if not _across(run.engine, files, syntaxes, accepted, progress):
                 break
         settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
         verified.append(settled.result)
@@ -533,6 +540,29 @@ def _drop_files(
     for name in list(files):
         if name not in kept:
             del files[name]
+
+
+def _across(
+    engine: Engine,
+    files: dict[str, bytes],
+    syntaxes: dict[str, Syntax],
+    accepted: list[bytes],
+    progress: Progress | None,
+) -> bool:
+    """The passes over the whole set (`passes/across.py`), once the per-file rounds found
+    nothing more; whether they shrank the set (then the rounds run again)."""
+
+    def changed(program: SetProgram) -> None:
+        accepted.append(program.packed)
+        if progress is not None:
+            progress(program)
+
+    program = SetProgram(files, syntaxes, engine, changed)
+    shrank = False
+    for declared in ACROSS:
+        shrank = run_pass(declared, program, program) or shrank
+    files.update(program.files)
+    return shrank
 
 
 def _on_change(

@@ -4,6 +4,7 @@ result as a directory, a commit and a patch, and bad inputs as one-line errors."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -315,3 +316,51 @@ def test_a_sets_verdicts_are_keyed_by_the_tree_git_writes_for_its_files(tmp_path
     assert candidate_key(fileset.pack(first.files)) in keys
     again = reduce_files(settings([work / "app"], test=str(test)))
     assert again.stats.tests_run == 0 and again.files == first.files
+
+
+TWICE = {
+    "util.h": "void hello(void);\nvoid world(void);\n",
+    "a.c": '#include <stdio.h>\n#include "util.h"\n\nvoid hello(void) { puts("hello"); }\n\n'
+    'void world(void) { puts("hello"); }\n',
+    "b.c": '#include "util.h"\n\nint main(void) {\n  hello();\n  world();\n  return 0;\n}\n',
+}
+# interesting while the program built from every .c file says hello twice; strict C, so no
+# function goes undeclared
+SAYS_HELLO_TWICE = (
+    "gcc -std=c99 -pedantic-errors -Werror=implicit-function-declaration -o prog *.c "
+    '2>/dev/null && [ "$(./prog | grep -c hello)" -eq 2 ]'
+)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc")
+def test_a_name_a_header_declares_and_two_files_use_goes_only_across_files(
+    tmp_path: Path,
+) -> None:
+    """`hello` and `world` are declared in util.h, defined in a.c and called in b.c: no
+    file alone can lose either (both calls are needed, and the other files link and
+    declare them), so the per-file passes keep both; one renamed to the other in every
+    file at once, one goes."""
+    root = tmp_path / "set"
+    root.mkdir()
+    for name, text in TWICE.items():
+        (root / name).write_text(text)
+    per_file = reduce_files(
+        settings(
+            [root],
+            test=SAYS_HELLO_TWICE,
+            skip_passes=("cross-identifiers",),
+            output=tmp_path / "per-file",
+        )
+    )
+    assert all(b"world" in per_file.files[name] for name in TWICE)
+    assert all(b"hello" in per_file.files[name] for name in TWICE)
+    assert "cross-identifiers" not in per_file.stats.by_pass
+    across = reduce_files(settings([root], test=SAYS_HELLO_TWICE, output=tmp_path / "across"))
+    assert across.verified and set(across.files) == set(TWICE)
+    sources = b"".join(across.files.values())
+    (kept,) = set(re.findall(rb"(\w+)\(\w*\)", sources)) - {b"main"}  # not puts("hello")
+    assert across.files["b.c"].count(kept + b"();") == 2
+    profile = {row["pass"]: row for row in across.stats.pass_profile()}
+    assert profile["cross-identifiers"]["successes"] >= 1
+    assert across.stats.by_pass["cross-identifiers"] >= 1
+    assert across.tokens_after < per_file.tokens_after
