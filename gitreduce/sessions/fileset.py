@@ -9,7 +9,9 @@ file, biggest first, with the other files fixed; rounds repeat while the set
 shrinks, since a file reduced can free declarations in another. At their
 fixpoint the passes over the whole set run (`passes/across.py`: a name a
 header declares and other files use, replaced in every file at once), and
-the rounds again if they shrank it. Files with no
+the rounds again if they shrank it; then, at the fixpoint of both, each
+file's final passes (`passes/schedule.FINAL`: lenient token deletion,
+tidying), and everything again if those shrank the set. Files with no
 grammar are reduced by lines and tokens, as a single file would be. The
 result is written as a directory when asked (or outside any repository) and
 recorded as one commit holding the reduced set.
@@ -50,7 +52,7 @@ from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.across import ACROSS, SetProgram
-from gitreduce.passes.schedule import reduce_program
+from gitreduce.passes.schedule import finish_program, reduce_program
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import Echo, calibrated_run, resolve_grammar, waiting_notice
 from gitreduce.sessions.single import Summary
@@ -393,9 +395,9 @@ def _reduce(
     with calibrated_run(
         store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
     ) as run:
-        while True:
-            size = len(accepted[-1])
-            _drop_files(run.engine, files, pinned, accepted)
+
+        def each_member(reduce: Callable[[str, _Member], None]) -> None:
+            """`reduce` each text member in turn, biggest first, the others fixed."""
             for path in sorted(files, key=lambda name: (-len(files[name]), name)):
                 if path in read.opaque:
                     continue
@@ -408,11 +410,23 @@ def _reduce(
                     fileset.placer(others, path),
                     sum(tokens_of(name, text) for name, text in others.items()),
                 )
-                reduce_program(member)
+                reduce(path, member)
                 files[path] = member.text
+
+        while True:
+            size = len(accepted[-1])
+            _drop_files(run.engine, files, pinned, accepted)
+            each_member(lambda path, member: reduce_program(member, final=False))
             if len(accepted[-1]) < size:
                 continue
-            if not _across(run.engine, files, syntaxes, accepted, progress):
+            if _across(run.engine, files, syntaxes, accepted, progress):
+                continue
+            each_member(
+                lambda path, member: finish_program(
+                    member, ended_with_newline=original[path].endswith(b"\n")
+                )
+            )
+            if len(accepted[-1]) >= size:
                 break
         settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
         verified.append(settled.result)
