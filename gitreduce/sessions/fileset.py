@@ -11,7 +11,7 @@ fixpoint the passes over the whole set run (`passes/across.py`: a name a
 header declares and other files use, replaced in every file at once), and
 the rounds again if they shrank it; then, at the fixpoint of both, each
 file's final passes (`passes/schedule.FINAL`: lenient token deletion,
-tidying), and everything again if those shrank the set. Files with no
+tidying), and everything again if those took tokens. Files with no
 grammar are reduced by lines and tokens, as a single file would be. The
 result is written as a directory when asked (or outside any repository) and
 recorded as one commit holding the reduced set.
@@ -421,12 +421,15 @@ def _reduce(
                 continue
             if _across(run.engine, files, syntaxes, accepted, progress):
                 continue
+            tokens = sum(tokens_of(path, text) for path, text in files.items())
             each_member(
                 lambda path, member: finish_program(
                     member, ended_with_newline=original[path].endswith(b"\n")
                 )
             )
-            if len(accepted[-1]) >= size:
+            # Again only for tokens the final passes took (the lenient pass's): white space
+            # tidied gives the rounds nothing new, only candidates no verdict is cached for.
+            if sum(tokens_of(path, text) for path, text in files.items()) >= tokens:
                 break
         settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
         verified.append(settled.result)
