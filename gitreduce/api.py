@@ -37,6 +37,7 @@ from typing import Literal
 
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
+from gitreduce.core.pass_runner import PassTarget
 from gitreduce.git.store import ResultRequest, Store
 from gitreduce.lang import grammars
 from gitreduce.oracle.executor import ExecutorChoice, opened_executor, parse_executor, using
@@ -44,7 +45,7 @@ from gitreduce.pair import ppr
 from gitreduce.pair.alignment import diff_ops
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.tokens import tokenize
-from gitreduce.passes import schedule
+from gitreduce.passes import across, schedule
 from gitreduce.sessions.fileset import FileSetSettings, FileSetSummary, reduce_revision_set
 from gitreduce.sessions.fileset import reduce_files as reduce_file_set
 from gitreduce.sessions.pair import (
@@ -151,7 +152,7 @@ def reduce_files(
     skip_passes: Iterable[str] = (),
     rename: bool = False,
     executor: str = "local",
-    progress: Callable[[Current], None] | None = None,
+    progress: Callable[[PassTarget], None] | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> FileSetSummary:
     """Reduce a whole reproduction: every file under a directory, or the files named.
@@ -166,7 +167,10 @@ def reduce_files(
     `output`: the directory to write the reduced set into (default: none inside
     a repository, DIR.reduced beside the set's directory outside one). The
     reduced set is `FileSetSummary.files`; the result branch's commit holds it
-    and `patch` is a multi-file patch. The other options are `reduce_file`'s.
+    and `patch` is a multi-file patch. `progress` is called with the file being
+    reduced (a `Current`) or, while a pass edits several files at once, with the
+    whole set (`passes/across.SetProgram`); both have `tokens`, `engine` and
+    `label`. The other options are `reduce_file`'s.
 
     `revisions` ("GOOD..BAD"): the files under `paths` (relative to `repository`,
     default the current directory) are read at BAD from the object store and
@@ -532,7 +536,7 @@ NESTING_PASS = "min-commonality"
 
 
 def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
-    """Both pass schedules, each as (what it is, [(pass name, summary), ...] in running order).
+    """The pass schedules, each as (what it is, [(pass name, summary), ...] in running order).
 
     These are the names `skip_passes` takes and the labels `pass_profile()` reports.
     """
@@ -551,11 +555,16 @@ def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
             "single-program passes, file-commonality PPR's commonality passes)",
             [(declared.name, declared.summary) for declared in SET_ROUND],
         ),
+        (
+            "file sets (each file's single-program schedule with the others fixed; at the "
+            "rounds' fixpoint, these over the whole set)",
+            [(declared.name, declared.summary) for declared in across.ACROSS],
+        ),
     ]
 
 
 def known_passes() -> list[str]:
-    """Every name `skip_passes` accepts: each pass of the three schedules, then the
+    """Every name `skip_passes` accepts: each pass of the schedules, then the
     single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...),
     then the passes the file-set pair's passes nest (`file-ppr/min-tdiff`, ...)."""
     names = [name for _, passes in pass_schedules() for name, _ in passes]

@@ -253,7 +253,9 @@ def test_unknown_pass_names_are_refused_before_any_test(tmp_path: Path) -> None:
     with pytest.raises(gitreduce.UserError, match="unknown pass 'windoze'"):
         gitreduce.reduce_revisions("a..b", "prog.c", "false", skip_passes="windoze")
     assert "min-commonality/windows" in api.known_passes()
-    single, pairwise, sets = ([name for name, _ in passes] for _, passes in api.pass_schedules())
+    single, pairwise, sets, across = (
+        [name for name, _ in passes] for _, passes in api.pass_schedules()
+    )
     assert single[0] == "tree"
     assert pairwise == [
         "variant-first",
@@ -263,6 +265,7 @@ def test_unknown_pass_names_are_refused_before_any_test(tmp_path: Path) -> None:
         "min-commonality",
     ]
     assert sets[:3] == ["set-tdiff", "set-ldiff", "set-commonality"]
+    assert across == ["cross-identifiers"]
     assert {"file-ppr/min-tdiff", "file-one-side/tree"} <= set(api.known_passes())
     with pytest.raises(gitreduce.UserError, match="unknown pass 'file-ppr/bogus'"):
         gitreduce.reduce_set_pair(tmp_path, tmp_path, "false", skip_passes=["file-ppr/bogus"])

@@ -151,7 +151,7 @@ app.command(
 
 
 def _list_passes(value: bool) -> None:
-    """`--list-passes`: both schedules, each pass's name and summary in running order."""
+    """`--list-passes`: the schedules, each pass's name and summary in running order."""
     if not value:
         return
     for title, passes in api.pass_schedules():

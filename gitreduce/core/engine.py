@@ -25,7 +25,6 @@ candidate, and hence the result, rests on a run made here.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ from typing import Protocol, TypeVar
 
 from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
+from gitreduce.core.keys import candidate_key
 from gitreduce.core.outcome import Outcome
 
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
@@ -45,15 +45,8 @@ _POLL_SECONDS = 0.05
 MAX_JOBS = 256
 
 
-def blob_id(content: bytes) -> str:
-    """The git blob id of `content`: the cache key, so the git store can reuse it as is."""
-    digest = hashlib.sha1(b"blob %d\0" % len(content))
-    digest.update(content)
-    return digest.hexdigest()
-
-
 class VerdictCache(Protocol):
-    """Verdicts by blob id, for one test fingerprint."""
+    """Verdicts by candidate key (`core/keys.candidate_key`), for one test fingerprint."""
 
     def get(self, key: str) -> Outcome | None: ...
 
@@ -295,7 +288,7 @@ class Engine:
         foreign one without `accepts` (a single check, where every verdict
         decides something): those are confirmed by `outcome`.
         """
-        cached = self.cache.get(blob_id(text))
+        cached = self.cache.get(candidate_key(text))
         if cached is None or not self._decides(cached, accepts):
             return None
         self.stats.cache_hits += 1
@@ -314,7 +307,7 @@ class Engine:
         """The syntax pre-check, remembered per text so a rejected text is parsed once."""
         if precheck is None:
             return True
-        key = blob_id(text)
+        key = candidate_key(text)
         if key in self._syntax_rejects:
             return False
         if precheck(text):
@@ -333,7 +326,7 @@ class Engine:
         Called from worker threads; a text is never tested twice at once. A
         judgement abandoned meanwhile starts no test: `tickets.Abandoned`.
         """
-        key = blob_id(text)
+        key = candidate_key(text)
         while True:
             tickets.check()
             with self._lock:

@@ -12,10 +12,15 @@ One ref per test fingerprint, `refs/reduce/cache/<fingerprint>`, points at a
 commit whose tree is::
 
     README                          what this is, how to share it
-    batches/<batch>/verdicts        the records of one batch: lines "<blob id> <record>"
-    batches/<batch>/<16 hex>        that batch's candidate blobs (entry id == key)
+    batches/<batch>/verdicts        the records of one batch: lines "<key> <record>"
+    batches/<batch>/<16 hex>        that batch's candidates (entry id == key)
     verdicts/<ab>                   compacted records, one blob per key prefix
-    candidates/<ab>/<14 hex>        compacted candidate blobs
+    candidates/<ab>/<14 hex>        compacted candidates
+
+A key is the candidate's git object id (`gitreduce.core.keys.candidate_key`):
+one file's candidate is its blob, a file set's the tree of its files
+(`write_candidate`), entered as a subtree, so `git ls-tree -r KEY` lists the
+set's files.
 
 Why this shape:
 - Verdicts and candidates are reachable from a ref, so `git gc --prune=now`
@@ -44,13 +49,14 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import pygit2
-from pygit2.enums import FileMode
+from pygit2.enums import FileMode, ObjectType
 
+from gitreduce.core.keys import Tree, blob_id, set_tree
 from gitreduce.core.outcome import Outcome, Verdict
 
 CACHE_REF_PREFIX = "refs/reduce/cache/"
@@ -70,9 +76,10 @@ FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
 README_TEXT = """\
 gitreduce verdict cache for one test fingerprint.
 
-batches/<batch>/verdicts   lines "<candidate blob id> [2, verdict, exit, seconds, signature,
+batches/<batch>/verdicts   lines "<candidate id> [2, verdict, exit, seconds, signature,
                            solo runs, origin, run, mac]"
-batches/<batch>/<hex>      the candidates of that batch (entry id = candidate blob id)
+batches/<batch>/<hex>      the candidates of that batch (entry id = candidate id: a file's
+                           blob, or the tree of a file set's files)
 verdicts/<ab>              older batches' records, by the id's first two hex digits
 candidates/<ab>/<hex>      older batches' candidates
 
@@ -280,11 +287,62 @@ class Note(Protocol):
     def __call__(self, oid: pygit2.Oid, size: int, *, unique: bool) -> pygit2.Oid: ...
 
 
+# A candidate as a cache tree holds it: its object id and entry mode (a file's blob, a
+# file set's tree), by entry name.
+Entries = dict[str, tuple[pygit2.Oid, int]]
+
+
+def write_candidate(repo: pygit2.Repository, content: bytes) -> list[tuple[pygit2.Oid, int]]:
+    """Write the candidate `content` under its key: one file's text as a blob, a packed file
+    set as the tree of its files (each a blob, directories subtrees). Returns the objects
+    written, the candidate itself last (its id is the key), each with its size."""
+    tree = set_tree(content)
+    if tree is None:
+        return [(repo.create_blob(content), len(content))]
+    written: list[tuple[pygit2.Oid, int]] = []
+    _write_tree(repo, tree, written)
+    return written
+
+
+def _write_tree(
+    repo: pygit2.Repository, tree: Tree, written: list[tuple[pygit2.Oid, int]]
+) -> pygit2.Oid:
+    builder = repo.TreeBuilder()
+    for name, entry in tree.items():
+        if isinstance(entry, dict):
+            builder.insert(name, _write_tree(repo, entry, written), FileMode.TREE)
+        else:
+            # Most members are those of the set tested before: a lookup is a tenth of a write.
+            blob = pygit2.Oid(hex=blob_id(entry))
+            if blob not in repo:
+                blob = repo.create_blob(bytes(entry))
+                written.append((blob, len(entry)))
+            builder.insert(name, blob, FileMode.BLOB)
+    oid = builder.write()
+    written.append((oid, 40 * len(builder)))
+    return oid
+
+
+def candidate_entries(repo: pygit2.Repository, keys: Iterable[str]) -> Entries:
+    """The cache tree entries of the candidates of `keys` that the object store holds (only
+    their records are kept of the others): a blob's mode for a file, a tree's for a set."""
+    entries: Entries = {}
+    for key in keys:
+        oid = pygit2.Oid(hex=key)
+        try:
+            kind, _ = repo.odb.read_header(oid)
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        mode = FileMode.TREE if kind == ObjectType.TREE else FileMode.BLOB
+        entries[key[:NAME_END]] = (oid, int(mode))
+    return entries
+
+
 def write_batch(
     repo: pygit2.Repository,
     note: Note,
     records: dict[bytes, bytes],
-    candidates: dict[str, pygit2.Oid],
+    candidates: Entries,
     head: bytes,
 ) -> pygit2.Oid:
     """The tree of one batch: its records (after `head`) and candidates."""
@@ -292,8 +350,8 @@ def write_batch(
     builder = repo.TreeBuilder()
     blob = note(repo.create_blob(data), len(data), unique=bool(head))
     builder.insert(VERDICTS, blob, FileMode.BLOB)
-    for name, oid in candidates.items():
-        builder.insert(name, oid, FileMode.BLOB)
+    for name, (oid, mode) in candidates.items():
+        builder.insert(name, oid, mode)
     return note(builder.write(), 44 * len(builder), unique=bool(head))
 
 
@@ -308,7 +366,7 @@ def compact_batches(
     """Fold `(name, tree)` batches into the prefix shards of `root`, via `root_builder`;
     of two records for one key the one `weigh` ranks higher stays (see `keep_better`)."""
     records: dict[str, dict[bytes, bytes]] = {}
-    candidates: dict[str, dict[str, pygit2.Oid]] = {}
+    candidates: dict[str, Entries] = {}
     for _, batch in batches:
         if not isinstance(batch, pygit2.Tree):
             continue
@@ -318,7 +376,7 @@ def compact_batches(
                     keep_better(records.setdefault(key[:2].decode(), {}), key, record, weigh)
             else:
                 shard = candidates.setdefault((entry.name or "")[:2], {})
-                shard.setdefault((entry.name or "")[2:], entry.id)
+                shard.setdefault((entry.name or "")[2:], (entry.id, entry.filemode))
     verdicts = child_tree(root, VERDICTS)
     old_candidates = child_tree(root, CANDIDATES)
     verdict_builder = repo.TreeBuilder(verdicts) if verdicts else repo.TreeBuilder()
@@ -333,9 +391,9 @@ def compact_batches(
     for shard, entries in candidates.items():
         old = child_tree(old_candidates, shard)
         builder = repo.TreeBuilder(old) if old else repo.TreeBuilder()
-        for name, oid in entries.items():
+        for name, (oid, mode) in entries.items():
             if old is None or name not in old:
-                builder.insert(name, oid, FileMode.BLOB)
+                builder.insert(name, oid, mode)
         subtree = note(builder.write(), 42 * len(builder), unique=False)
         candidate_builder.insert(shard, subtree, FileMode.TREE)
     for name, builder in ((VERDICTS, verdict_builder), (CANDIDATES, candidate_builder)):

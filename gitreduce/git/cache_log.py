@@ -69,15 +69,16 @@ from gitreduce.git.cache_format import (
     BATCHES,
     CACHE_REF_PREFIX,
     CHECKPOINT,
-    NAME_END,
     README,
     README_TEXT,
     SEAL,
     UNREADABLE,
     VERDICTS,
     CacheMemory,
+    Entries,
     RecordCodec,
     cache_signature,
+    candidate_entries,
     child_tree,
     compact_batches,
     keep_better,
@@ -250,8 +251,8 @@ class CacheLog:
         records = {
             key.encode(): self.codec.encode(key, outcome) for key, outcome in pending.items()
         }
-        # its blob was written (by us, or is already known to git)
-        candidates = {key[:NAME_END]: pygit2.Oid(hex=key) for key in pending if key in repo}
+        # its candidate was written (by us, or is already known to git)
+        candidates = candidate_entries(repo, pending)
         deadline = time.monotonic() + self._lock_wait
         delay = 0.001
         while True:
@@ -367,7 +368,7 @@ class CacheLog:
         self,
         tip: pygit2.Commit | None,
         records: dict[bytes, bytes],
-        candidates: dict[str, pygit2.Oid],
+        candidates: Entries,
     ) -> tuple[pygit2.Oid, str]:
         """A commit on top of `tip` adding one batch, whose records start with its name."""
         name = new_batch_name()
@@ -382,7 +383,7 @@ class CacheLog:
         self,
         tip: pygit2.Commit | None,
         records: dict[bytes, bytes],
-        candidates: dict[str, pygit2.Oid],
+        candidates: Entries,
     ) -> tuple[pygit2.Oid, None] | None:
         """A commit on the nearest sealed commit below `tip`, with the tree of `tip` but this
         writer's checkpoint batches and `records` merged into one batch; None if `tip` is
@@ -405,7 +406,7 @@ class CacheLog:
         count = len(records)
         if ours or records:
             merged: dict[bytes, bytes] = {}
-            entries: dict[str, pygit2.Oid] = {}
+            entries: Entries = {}
             for name in ours:
                 assert batches is not None  # ours are in it
                 for entry in batches[name]:
@@ -414,11 +415,11 @@ class CacheLog:
                             if self.codec.rank(key, record) != UNREADABLE:  # not revoked
                                 keep_better(merged, key, record, self.codec.rank)
                     else:
-                        entries.setdefault(entry.name or "", entry.id)
+                        entries.setdefault(entry.name or "", (entry.id, entry.filemode))
             for key, record in records.items():
                 keep_better(merged, key, record, self.codec.rank)
-            for name, oid in candidates.items():
-                entries.setdefault(name, oid)
+            for name, candidate in candidates.items():
+                entries.setdefault(name, candidate)
             count = len(merged)
             batch_name = ours[0] if ours else new_batch_name()
             batch = (batch_name, write_batch(self._flush_repo, self._note, merged, entries, b""))

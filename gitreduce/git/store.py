@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pygit2
 
-from gitreduce.core.engine import blob_id
 from gitreduce.core.errors import UserError
+from gitreduce.core.keys import candidate_key
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.cache_log import CacheError
 from gitreduce.git.config import branch_prefix
@@ -76,7 +76,7 @@ def calibrate_cached(
     derived timeout. A verdict from elsewhere is never taken for an original:
     it would decide the whole reduction.
     """
-    key = blob_id(content)
+    key = candidate_key(content)
     cached = cache.get(key)
     if cached is not None and cached.local and cached.verdict is expect:
         timeout = spec.timeout or max(1.0, float(math.ceil(10 * cached.seconds)))

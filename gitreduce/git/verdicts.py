@@ -30,7 +30,7 @@ from collections.abc import Callable
 import pygit2
 
 from gitreduce.core.outcome import Outcome
-from gitreduce.git.cache_format import FINGERPRINT, CacheMemory, RecordCodec
+from gitreduce.git.cache_format import FINGERPRINT, CacheMemory, RecordCodec, write_candidate
 from gitreduce.git.cache_log import CacheLog
 from gitreduce.git.provenance import (
     SECRET_BYTES,
@@ -42,15 +42,16 @@ from gitreduce.git.provenance import (
 
 
 class GitVerdictCache:
-    """Verdicts of one test (by fingerprint), keyed by candidate blob id, kept in a git repository.
+    """Verdicts of one test (by fingerprint), keyed by candidate id (`core/keys.candidate_key`:
+    a file's blob id, a file set's tree id), kept in a git repository.
 
     Implements the engine's `VerdictCache` protocol (`get`, `put`). Content
     reaches the store in one of two ways, because the protocol's `put` only
     sees the key:
     - wrap the test runner: `Engine(cache.recording(oracle.run), ..., cache=cache)`
-      writes each tested candidate as a blob right after its run, or
+      writes each tested candidate (a blob, or a set's tree) right after its run, or
     - call `remember(content)` yourself, or `put(key, outcome, content=content)`.
-    A verdict whose blob was never written is still stored (the record is
+    A verdict whose candidate was never written is still stored (the record is
     enough for a cache hit); only its candidate is then not kept.
 
     Thread-safe: `get`/`put`/`remember` may be called from any thread. A
@@ -158,25 +159,27 @@ class GitVerdictCache:
         self._log.revoke()
 
     def remember(self, content: bytes) -> str:
-        """Write `content` as a loose blob (well under 1 ms for a source file); return its key.
+        """Write the candidate `content` under its key, loose: one file's text as a blob (well
+        under 1 ms for a source file), a packed file set as the tree of its files
+        (`cache_format.write_candidate`); return the key.
 
         Tried twice: a concurrent writer's pack may remove the fan-out
-        directory the first attempt was about to rename the blob into.
+        directory the first attempt was about to rename an object into.
         """
         with self._blob_lock:
             try:
-                oid = self._blob_repo.create_blob(content)
+                written = write_candidate(self._blob_repo, content)
             except (OSError, pygit2.GitError):
-                oid = self._blob_repo.create_blob(content)
-        key = str(oid)
-        self._log.keep(key, len(content))
-        return key
+                written = write_candidate(self._blob_repo, content)
+        for oid, size in written:
+            self._log.keep(str(oid), size)
+        return str(written[-1][0])
 
     def recording(self, run_test: Callable[[bytes], Outcome]) -> Callable[[bytes], Outcome]:
-        """`run_test`, plus writing each tested candidate as a blob once its run is over.
+        """`run_test`, plus writing each tested candidate under its key once its run is over.
 
-        After the run, so a run cut short (which raises) leaves no blob behind;
-        not after `close()`, when nothing more would make the blob reachable.
+        After the run, so a run cut short (which raises) leaves no object behind;
+        not after `close()`, when nothing more would make the candidate reachable.
         """
 
         def run(content: bytes) -> Outcome:

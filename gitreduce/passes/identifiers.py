@@ -43,7 +43,9 @@ MAX_STAND_INS = 4
 
 
 @dataclass
-class _Name:
+class Name:
+    """An identifier by its spelling, with every leaf that spells it, in source order."""
+
     text: bytes
     leaves: list[tree_sitter.Node] = field(default_factory=list)
 
@@ -79,21 +81,21 @@ def _arity(leaf: tree_sitter.Node) -> int | None:
     )
 
 
-def _names(root: tree_sitter.Node) -> dict[bytes, _Name]:
+def identifier_names(root: tree_sitter.Node) -> dict[bytes, Name]:
     """Every identifier leaf, grouped by its text, in source order."""
-    found: dict[bytes, _Name] = {}
+    found: dict[bytes, Name] = {}
     pending = [root]
     while pending:
         node = pending.pop()
         if is_identifier(node):
             text = node.text or b""
-            found.setdefault(text, _Name(text)).leaves.append(node)
+            found.setdefault(text, Name(text)).leaves.append(node)
         else:
             pending.extend(reversed(node.children))
     return found
 
 
-def _scope(leaf: tree_sitter.Node) -> tuple[int, int] | None:
+def scope_of(leaf: tree_sitter.Node) -> tuple[int, int] | None:
     """The byte range a name first seen at `leaf` is visible in: the function whose
     parameters or body hold it, from `leaf` on, or None (everywhere) for a name no
     function holds (a function's own name is its surroundings')."""
@@ -118,16 +120,35 @@ def _inner_parts(function: tree_sitter.Node) -> list[tree_sitter.Node]:
     return [part for part in parts if part is not None]
 
 
-def _visible(stand_in: _Name, uses: list[tree_sitter.Node]) -> bool:
-    scope = _scope(stand_in.first)
+def same_kind(other: Name, name: Name, kinds: set[str]) -> bool:
+    """Whether `other` may stand in for `name` at uses of `kinds`: another name that occurs
+    as a leaf of each of those kinds, a function of a matching arity for a function."""
+    arities = name.arities
+    return (
+        other.text != name.text
+        and kinds <= other.kinds
+        and bool(arities) == bool(other.arities)
+        and bool(arities & other.arities or arities == other.arities)
+    )
+
+
+def stand_in_order(other: Name) -> tuple[int, int, bytes]:
+    """Most promising stand-ins first: the most used (likeliest to be what the failure
+    needs anyway), then the shortest."""
+    return -len(other.leaves), len(other.text), other.text
+
+
+def visible(stand_in: Name, uses: list[tree_sitter.Node]) -> bool:
+    """Whether `stand_in`, as first seen, is in scope at every one of `uses`."""
+    scope = scope_of(stand_in.first)
     if scope is None:
         return True
     return all(scope[0] <= use.start_byte and use.end_byte <= scope[1] for use in uses)
 
 
 def _renamings(
-    name: _Name, names: dict[bytes, _Name]
-) -> Iterator[tuple[_Name, list[tuple[int, int]], list[tree_sitter.Node]]]:
+    name: Name, names: dict[bytes, Name]
+) -> Iterator[tuple[Name, list[tuple[int, int]], list[tree_sitter.Node]]]:
     """(stand-in, declaration spans, uses to rename) for `name`, most promising first."""
     unit = enclosing_unit(name.first)
     if unit is None:
@@ -138,18 +159,14 @@ def _renamings(
     if not uses:
         return
     kinds = {use.type for use in uses}
-    arities = name.arities
     stand_ins = [
         other
         for other in names.values()
-        if other.text != name.text
-        and kinds <= other.kinds
-        and bool(arities) == bool(other.arities)
-        and (arities & other.arities or arities == other.arities)
+        if same_kind(other, name, kinds)
         and not (start <= other.first.start_byte < end)
-        and _visible(other, uses)
+        and visible(other, uses)
     ]
-    stand_ins.sort(key=lambda other: (-len(other.leaves), len(other.text), other.text))
+    stand_ins.sort(key=stand_in_order)
     for other in stand_ins[:MAX_STAND_INS]:
         yield other, unit_deletion_spans([unit]), uses
 
@@ -163,7 +180,7 @@ def replacement_plan(
     parsed = current.parsed
     assert parsed is not None
     text = parsed.text
-    names = _names(parsed.tree.root_node)
+    names = identifier_names(parsed.tree.root_node)
     order = sorted(names.values(), key=lambda name: (-len(name.leaves), name.first.start_byte))
     plan: list[tuple[bytes, bytes]] = []
     for name in order:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gitreduce.core.current import Current, Unit, delete_units
 from gitreduce.core.pass_runner import Pass, run_pass
@@ -264,12 +264,17 @@ def _rounds(program: Program) -> None:
             return
 
 
-def reduce_program(current: Current) -> None:
+def reduce_program(current: Current, *, final: bool = True) -> None:
     """Shrink `current` in place until neither a whole round nor the late passes find
-    anything; interruptible at any point.
+    anything, then run the final passes; interruptible at any point.
 
     Each round runs every pass of `ROUND` that applies; the fixpoint is judged
-    on bytes, so a round that only re-lexes (same length) ends the loop.
+    on bytes, so a round that only re-lexes (same length) ends the loop. With
+    `final=False` it stops at that fixpoint and leaves `FINAL` to
+    `finish_program`: a file set first runs the passes over the whole set
+    there (`passes/across.py`), on texts the lenient pass has not yet taken
+    outside their grammar, where names are still found in the trees they
+    parse to.
     """
     program = Program.of(current)
     while True:
@@ -279,5 +284,16 @@ def reduce_program(current: Current) -> None:
             progress = run_pass(declared, program, current) or progress
         if not progress:
             break
+    if final:
+        _finish(program)
+
+
+def finish_program(current: Current, *, ended_with_newline: bool) -> None:
+    """The passes of `FINAL`, once, on a text `reduce_program(..., final=False)` left;
+    `ended_with_newline` says whether its original did (what `newline` puts back)."""
+    _finish(replace(Program.of(current), final_newline=ended_with_newline))
+
+
+def _finish(program: Program) -> None:
     for declared in FINAL:
-        run_pass(declared, program, current)
+        run_pass(declared, program, program.current)

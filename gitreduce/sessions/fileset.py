@@ -6,7 +6,12 @@ at their paths relative to their common directory), test it as one candidate
 `{}` names that dir), and reduce it: whole files first (ddmin over the
 members not pinned with `--keep`), then the single-program schedule on each
 file, biggest first, with the other files fixed; rounds repeat while the set
-shrinks, since a file reduced can free declarations in another. Files with no
+shrinks, since a file reduced can free declarations in another. At their
+fixpoint the passes over the whole set run (`passes/across.py`: a name a
+header declares and other files use, replaced in every file at once), and
+the rounds again if they shrank it; then, at the fixpoint of both, each
+file's final passes (`passes/schedule.FINAL`: lenient token deletion,
+tidying), and everything again if those took tokens. Files with no
 grammar are reduced by lines and tokens, as a single file would be. The
 result is written as a directory when asked (or outside any repository) and
 recorded as one commit holding the reduced set.
@@ -33,6 +38,7 @@ from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.pass_runner import PassTarget, run_pass
 from gitreduce.git.revisions import (
     find_repository,
     kind_at,
@@ -45,7 +51,8 @@ from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message,
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax, plain_tokens
 from gitreduce.oracle.spec import TestSpec
-from gitreduce.passes.schedule import reduce_program
+from gitreduce.passes.across import ACROSS, SetProgram
+from gitreduce.passes.schedule import finish_program, reduce_program
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import Echo, calibrated_run, resolve_grammar, waiting_notice
 from gitreduce.sessions.single import Summary
@@ -190,7 +197,7 @@ class _Member(Current):
         return super().tokens + self.others
 
 
-Progress = Callable[[Current], None]
+Progress = Callable[[PassTarget], None]  # a member's `Current`, or the whole set
 
 
 @dataclass(frozen=True)
@@ -388,9 +395,9 @@ def _reduce(
     with calibrated_run(
         store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
     ) as run:
-        while True:
-            size = len(accepted[-1])
-            _drop_files(run.engine, files, pinned, accepted)
+
+        def each_member(reduce: Callable[[str, _Member], None]) -> None:
+            """`reduce` each text member in turn, biggest first, the others fixed."""
             for path in sorted(files, key=lambda name: (-len(files[name]), name)):
                 if path in read.opaque:
                     continue
@@ -403,9 +410,26 @@ def _reduce(
                     fileset.placer(others, path),
                     sum(tokens_of(name, text) for name, text in others.items()),
                 )
-                reduce_program(member)
+                reduce(path, member)
                 files[path] = member.text
-            if len(accepted[-1]) >= size:
+
+        while True:
+            size = len(accepted[-1])
+            _drop_files(run.engine, files, pinned, accepted)
+            each_member(lambda path, member: reduce_program(member, final=False))
+            if len(accepted[-1]) < size:
+                continue
+            if _across(run.engine, files, syntaxes, accepted, progress):
+                continue
+            tokens = sum(tokens_of(path, text) for path, text in files.items())
+            each_member(
+                lambda path, member: finish_program(
+                    member, ended_with_newline=original[path].endswith(b"\n")
+                )
+            )
+            # Again only for tokens the final passes took (the lenient pass's): white space
+            # tidied gives the rounds nothing new, only candidates no verdict is cached for.
+            if sum(tokens_of(path, text) for path, text in files.items()) >= tokens:
                 break
         settled = settle(run, accepted, lambda text: [(text, run.is_interesting, "it")])
         verified.append(settled.result)
@@ -533,6 +557,29 @@ def _drop_files(
     for name in list(files):
         if name not in kept:
             del files[name]
+
+
+def _across(
+    engine: Engine,
+    files: dict[str, bytes],
+    syntaxes: dict[str, Syntax],
+    accepted: list[bytes],
+    progress: Progress | None,
+) -> bool:
+    """The passes over the whole set (`passes/across.py`), once the per-file rounds found
+    nothing more; whether they shrank the set (then the rounds run again)."""
+
+    def changed(program: SetProgram) -> None:
+        accepted.append(program.packed)
+        if progress is not None:
+            progress(program)
+
+    program = SetProgram(files, syntaxes, engine, changed)
+    shrank = False
+    for declared in ACROSS:
+        shrank = run_pass(declared, program, program) or shrank
+    files.update(program.files)
+    return shrank
 
 
 def _on_change(

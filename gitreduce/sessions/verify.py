@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from gitreduce.core.engine import Accepts, blob_id
+from gitreduce.core.engine import Accepts
 from gitreduce.core.errors import UserError
+from gitreduce.core.keys import candidate_key
 from gitreduce.core.outcome import Outcome
 from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import describe
@@ -98,7 +99,7 @@ def _first_failure(
     """None when every check holds stably; else what the first that does not saw. A text
     already found unstable (a pair's seed that stayed the same) is not run again."""
     for text, accepts, name in checks:
-        key = blob_id(text)
+        key = candidate_key(text)
         if key in seen:
             return seen[key]
         outcomes = _stable_runs(run, alone, text, accepts, total)
@@ -114,7 +115,7 @@ def _stable_runs(
 ) -> list[Outcome] | None:
     """None when `text` is stably what `accepts` asks: a local verdict says so for `total`
     runs alone, or `total` runs now do (with --repeat, a majority of them). Else the runs."""
-    key = blob_id(text)
+    key = candidate_key(text)
     cached = run.cache.get(key)
     if cached is not None and cached.local and cached.solo_runs >= total and accepts(cached):
         return None

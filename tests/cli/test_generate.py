@@ -22,7 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gitreduce.cli.app import app
-from gitreduce.core.engine import Engine, blob_id
+from gitreduce.core.engine import Engine
+from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.generator.plan import removable
 from gitreduce.generator.recorder import execute

@@ -21,7 +21,7 @@ import pytest
 from pygit2.enums import FileMode
 from support import git
 
-from gitreduce.core.engine import blob_id
+from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.cache_format import (
     BATCHES,

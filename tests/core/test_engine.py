@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from gitreduce.core import tickets
-from gitreduce.core.engine import Engine, MemoryCache, blob_id
+from gitreduce.core.engine import Engine, MemoryCache
 from gitreduce.core.errors import Interrupted
+from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 
 

@@ -10,6 +10,7 @@ import pygit2
 import pytest
 from support import outcome_for
 
+from gitreduce.core import fileset
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.cache_format import (
     BATCHES,
@@ -24,6 +25,7 @@ from gitreduce.git.cache_format import (
     record_blobs,
     records_blob,
     write_batch,
+    write_candidate,
 )
 
 
@@ -135,6 +137,7 @@ def test_batch_names_start_with_the_time_and_end_random():
 def test_compaction_folds_batches_into_shards_and_the_best_founded_record_wins(bare):
     keys = [f"{digit}{digit}" + "0" * 38 for digit in "abc"]
     local = CODEC.encode(keys[2], outcome_for(0))
+    set_tree = write_candidate(bare, fileset.pack({"a.h": b"int a;\n", "sub/b.c": b"b"}))[-1][0]
     older = write_batch(
         bare,
         keep,
@@ -150,7 +153,10 @@ def test_compaction_folds_batches_into_shards_and_the_best_founded_record_wins(b
             keys[1].encode(): b'["skip",125,0.0]',
             keys[2].encode(): local,
         },
-        {keys[1][:16]: bare.create_blob(b"candidate")},
+        {
+            keys[1][:16]: (bare.create_blob(b"candidate"), pygit2.enums.FileMode.BLOB),
+            keys[0][:16]: (set_tree, pygit2.enums.FileMode.TREE),
+        },
         b"# checkpoint 2-b\n",
     )
     batches = bare.TreeBuilder()
@@ -173,3 +179,5 @@ def test_compaction_folds_batches_into_shards_and_the_best_founded_record_wins(b
     assert parse_records(shards["cc"].data) == {keys[2].encode(): local}
     candidates = child_tree(compacted, CANDIDATES)
     assert candidates is not None and keys[1][2:16] in candidates["bb"]
+    kept_set = candidates["aa"][keys[0][2:16]]  # a file set's candidate stays a tree
+    assert kept_set.id == set_tree and kept_set.filemode == pygit2.enums.FileMode.TREE

@@ -25,7 +25,7 @@ from support import (
     quiet_cache,
 )
 
-from gitreduce.core.engine import blob_id
+from gitreduce.core.keys import blob_id
 from gitreduce.git.cache_format import CACHE_REF_PREFIX
 from gitreduce.git.verdicts import GitVerdictCache
 

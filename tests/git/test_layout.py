@@ -13,7 +13,7 @@ import pygit2
 import pytest
 from support import FINGERPRINT, fsck_clean, git, make_user_repo, outcome_for, quiet_cache
 
-from gitreduce.core.engine import blob_id
+from gitreduce.core.keys import blob_id
 from gitreduce.git import cache_log, layout
 from gitreduce.git.cache_format import CACHE_REF_PREFIX
 from gitreduce.git.cache_log import CacheError

@@ -3,6 +3,7 @@ background checkpoints, on real repositories."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from dataclasses import replace
@@ -12,7 +13,9 @@ import pygit2
 import pytest
 from support import FINGERPRINT, fsck_clean, git, make_user_repo, outcome_for, quiet_cache
 
-from gitreduce.core.engine import Engine, blob_id
+from gitreduce.core import fileset
+from gitreduce.core.engine import Engine
+from gitreduce.core.keys import blob_id, candidate_key
 from gitreduce.core.outcome import Verdict
 from gitreduce.git.cache_format import CACHE_REF_PREFIX
 from gitreduce.git.verdicts import GitVerdictCache
@@ -266,3 +269,52 @@ def test_a_revoked_runs_verdicts_are_ignored_by_later_runs(bare):
 
     # the sealed verdict stays, ignored; the checkpointed one was left out of the seal
     assert [on_the_ref(key) for key in "abcd"] == [True, False, False, True]
+
+
+def test_a_file_sets_candidate_is_kept_as_the_tree_of_its_files(tmp_path):
+    """Keyed by its tree id, written as that tree (blobs and subtrees): through
+    checkpoints, compaction, packing and `git gc --prune=now`, `git ls-tree -r KEY` lists
+    the set's files and they pack back to the candidate."""
+    repo_path = make_user_repo(tmp_path / "work")
+    sets = [
+        {
+            "main.c": b'#include "lib/x.h"\nint main(void) { return X; }\n' * (i + 1),
+            "lib/x.h": f"#define X {i}\n".encode(),
+            "lib/deep/y.h": b"",
+        }
+        for i in range(6)
+    ]
+    packed = [fileset.pack(files) for files in sets]
+    cache = quiet_cache(pygit2.Repository(str(repo_path)), compact_after=2)
+    for index, content in enumerate(packed):
+        key = cache.remember(content)
+        assert key == candidate_key(content)
+        cache.put(key, outcome_for(index))
+        cache.flush()  # one batch each: the later seals compact
+    cache.put(blob_id(b"a single file"), outcome_for(0), content=b"a single file")
+    cache.close()
+    objects = repo_path / ".git" / "objects"
+    assert not any(objects.glob(f"{candidate_key(packed[0])[:2]}/*"))  # packed, none loose
+    git(repo_path, "gc", "--quiet", "--prune=now")
+    fsck_clean(repo_path)
+    again = quiet_cache(pygit2.Repository(str(repo_path)))
+    assert again.loaded == 7
+    for index, (files, content) in enumerate(zip(sets, packed, strict=True)):
+        key = candidate_key(content)
+        assert again.get(key) == outcome_for(index)
+        assert git(repo_path, "cat-file", "-t", key).stdout.strip() == "tree"
+        listed = git(repo_path, "ls-tree", "-r", key).stdout.splitlines()
+        read_back = {}
+        for line in listed:
+            mode_type_id, path = line.split("\t")
+            mode, kind, blob = mode_type_id.split()
+            assert (mode, kind) == ("100644", "blob")
+            read_back[path] = subprocess.run(
+                ["git", "cat-file", "blob", blob], cwd=repo_path, capture_output=True, check=True
+            ).stdout
+        assert read_back == files and fileset.pack(read_back) == content
+    ref = pygit2.Repository(str(repo_path)).revparse_single(CACHE_REF_PREFIX + FINGERPRINT)
+    shard = ref.peel(pygit2.Tree)["candidates"][candidate_key(packed[0])[:2]]
+    assert shard[candidate_key(packed[0])[2:16]].filemode == pygit2.enums.FileMode.TREE
+    assert git(repo_path, "cat-file", "-t", blob_id(b"a single file")).stdout.strip() == "blob"
+    again.close()

@@ -10,8 +10,9 @@ import pytest
 from support import script
 
 from gitreduce.core import fileset
-from gitreduce.core.engine import Engine, blob_id
+from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
+from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle.runner import Oracle, OracleClosed
 from gitreduce.oracle.spec import TestSpec

@@ -16,7 +16,7 @@ from post_decrement import bug, flat
 from support import make_engine
 
 from gitreduce.core import edits
-from gitreduce.core.engine import blob_id
+from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax

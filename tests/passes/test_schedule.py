@@ -20,7 +20,13 @@ from support import GATED_ONLY, Predicate, calls, make_engine, parses_cleanly, r
 from gitreduce.core.current import Current, Unit, delete_units, first_then_delete_units
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
-from gitreduce.passes.schedule import line_units, tidy, token_units
+from gitreduce.passes.schedule import (
+    finish_program,
+    line_units,
+    reduce_program,
+    tidy,
+    token_units,
+)
 
 C_PROGRAM = b"""#include <stdio.h>
 
@@ -246,6 +252,26 @@ def test_an_original_without_a_final_newline_gets_none():
     result = reduce_text(R_PROGRAM.rstrip(b"\n"), "r", lambda text: b"1/0" in text)
     assert result.text == b"1/0"
     assert "newline" not in result.stats.by_pass
+
+
+def test_the_final_passes_can_wait_for_a_later_finish_that_knows_the_original_newline():
+    """A file set stops each file's schedule before `FINAL` and runs it at the end: the
+    newline comes back then, judged by what the original had, not the text left."""
+    engine = make_engine(lambda text: b"1/0" in text, jobs=1)
+    grammar = grammars.load("r")
+    assert grammar is not None
+    current = Current(R_PROGRAM, engine, Syntax(grammar, R_PROGRAM))
+    try:
+        reduce_program(current, final=False)
+        assert current.text == b"1/0"
+        assert not {"newline", "tidy", "lenient"} & set(engine.stats.passes)
+        finish_program(current, ended_with_newline=False)
+        assert current.text == b"1/0"  # an original without one gets none
+        finish_program(current, ended_with_newline=True)
+    finally:
+        engine.close()
+    assert current.text == b"1/0\n"
+    assert engine.stats.passes["newline"].successes == 1
 
 
 # --- plain text --------------------------------------------------------------------------

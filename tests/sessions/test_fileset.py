@@ -4,6 +4,7 @@ result as a directory, a commit and a patch, and bad inputs as one-line errors."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import pygit2
 import pytest
 from support import git, isolate, make_user_repo
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
+from gitreduce.core.keys import candidate_key
 from gitreduce.git.store import ResultRequest
 from gitreduce.sessions.fileset import (
     FILES_PASS,
@@ -272,3 +275,92 @@ def test_an_lto_type_mismatch_across_translation_units_keeps_only_what_makes_it(
     assert b"log_set_quiet" in summary.files["main.c"]
     assert b"quiet = " not in summary.files["log.c"]
     assert summary.tokens_after * 2 < summary.tokens_before  # the Makefile stays near whole
+
+
+def test_a_sets_verdicts_are_keyed_by_the_tree_git_writes_for_its_files(tmp_path: Path) -> None:
+    """Each test writes, with real git, the tree of the directory it was given; every key of
+    the cache is one of those trees, kept in the repository, whose files pack back to the
+    candidate; and a second run is answered by the cache alone."""
+    work = make_user_repo(tmp_path / "work")
+    python_project(work / "app")
+    trees = tmp_path / "trees.log"
+    test = tmp_path / "test.sh"
+    test.write_text(
+        "#!/bin/sh\n"
+        "scratch=$(mktemp -d) && trap 'rm -rf \"$scratch\"' EXIT\n"
+        'git init -q --bare "$scratch/git" || exit 125\n'
+        'GIT_DIR="$scratch/git" GIT_WORK_TREE=. git add -A || exit 125\n'
+        f'GIT_DIR="$scratch/git" git write-tree >> {trees} || exit 125\n'
+        f"{GREP_BOTH}\n"
+    )
+    test.chmod(0o755)
+    first = reduce_files(settings([work / "app"], test=str(test)))
+    assert first.verified and first.files_after < first.files_before
+    repo = pygit2.Repository(str(work))
+    (ref,) = [name for name in repo.references if name.startswith("refs/reduce/cache/")]
+    keys = {
+        line.split()[0]
+        for entry in git(work, "ls-tree", "-r", "--name-only", ref).stdout.split()
+        if entry.endswith("verdicts")
+        for line in git(work, "cat-file", "blob", f"{ref}:{entry}").stdout.splitlines()
+    }
+    tested = set(trees.read_text().split())
+    assert keys and keys <= tested  # each verdict's key: a tree git wrote for a tested set
+    for key in keys:
+        assert git(work, "cat-file", "-t", key).stdout.strip() == "tree"
+        files = {
+            path: repo[repo.revparse_single(f"{key}:{path}").id].data
+            for path in git(work, "ls-tree", "-r", "--name-only", key).stdout.splitlines()
+        }
+        assert candidate_key(fileset.pack(files)) == key
+    assert candidate_key(fileset.pack(first.files)) in keys
+    again = reduce_files(settings([work / "app"], test=str(test)))
+    assert again.stats.tests_run == 0 and again.files == first.files
+
+
+TWICE = {
+    "util.h": "void hello(void);\nvoid world(void);\n",
+    "a.c": '#include <stdio.h>\n#include "util.h"\n\nvoid hello(void) { puts("hello"); }\n\n'
+    'void world(void) { puts("hello"); }\n',
+    "b.c": '#include "util.h"\n\nint main(void) {\n  hello();\n  world();\n  return 0;\n}\n',
+}
+# interesting while the program built from every .c file says hello twice; strict C, so no
+# function goes undeclared
+SAYS_HELLO_TWICE = (
+    "gcc -std=c99 -pedantic-errors -Werror=implicit-function-declaration -o prog *.c "
+    '2>/dev/null && [ "$(./prog | grep -c hello)" -eq 2 ]'
+)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc")
+def test_a_name_a_header_declares_and_two_files_use_goes_only_across_files(
+    tmp_path: Path,
+) -> None:
+    """`hello` and `world` are declared in util.h, defined in a.c and called in b.c: no
+    file alone can lose either (both calls are needed, and the other files link and
+    declare them), so the per-file passes keep both; one renamed to the other in every
+    file at once, one goes."""
+    root = tmp_path / "set"
+    root.mkdir()
+    for name, text in TWICE.items():
+        (root / name).write_text(text)
+    per_file = reduce_files(
+        settings(
+            [root],
+            test=SAYS_HELLO_TWICE,
+            skip_passes=("cross-identifiers",),
+            output=tmp_path / "per-file",
+        )
+    )
+    assert all(b"world" in per_file.files[name] for name in TWICE)
+    assert all(b"hello" in per_file.files[name] for name in TWICE)
+    assert "cross-identifiers" not in per_file.stats.by_pass
+    across = reduce_files(settings([root], test=SAYS_HELLO_TWICE, output=tmp_path / "across"))
+    assert across.verified and set(across.files) == set(TWICE)
+    sources = b"".join(across.files.values())
+    (kept,) = set(re.findall(rb"(\w+)\(\w*\)", sources)) - {b"main"}  # not puts("hello")
+    assert across.files["b.c"].count(kept + b"();") == 2
+    profile = {row["pass"]: row for row in across.stats.pass_profile()}
+    assert profile["cross-identifiers"]["successes"] >= 1
+    assert across.stats.by_pass["cross-identifiers"] >= 1
+    assert across.tokens_after < per_file.tokens_after

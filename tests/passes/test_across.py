@@ -1,0 +1,106 @@
+"""Identifier replacement across the files of a set: a name a header declares, one file
+defines and another uses, gone from all three in one candidate."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from support import make_engine, parses_cleanly
+
+from gitreduce.core import fileset
+from gitreduce.core.pass_runner import run_pass
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
+from gitreduce.passes.across import ACROSS, SetProgram, replacement_plan
+
+HEADER = b"int hello(void);\nint world(void);\nextern int shared;\n"
+DEFINITIONS = b"""#include <stdio.h>
+#include "util.h"
+
+int shared = 2;
+
+int hello(void) { return puts("hello"); }
+
+int world(void) { return puts("world"); }
+"""
+MAIN = b"""#include <stdio.h>
+#include "util.h"
+
+int main(void) {
+  int local = shared;
+  hello();
+  world();
+  return puts("done") + local;
+}
+"""
+SET = {"util.h": HEADER, "a.c": DEFINITIONS, "b.c": MAIN, "notes.txt": b"world hello\n"}
+
+
+def words(text: bytes) -> set[bytes]:
+    return set(re.findall(rb"\w+", text))
+
+
+def program_of(files: Mapping[str, bytes], predicate=lambda packed: True) -> SetProgram:
+    syntaxes = {}
+    for path in files:
+        language = grammars.detect(path)
+        grammar = grammars.load(language) if language else None
+        if grammar is not None:
+            syntaxes[path] = Syntax(grammar, files[path])
+    return SetProgram(files, syntaxes, make_engine(predicate, jobs=1))
+
+
+def plan(files: Mapping[str, bytes]) -> list[tuple[bytes, dict[str, bytes]]]:
+    program = program_of(files)
+    try:
+        return replacement_plan(program)
+    finally:
+        program.engine.close()
+
+
+def test_a_name_goes_from_every_file_at_once_its_uses_renamed():
+    by_name: dict[bytes, list[dict[str, bytes]]] = {}
+    for name, candidate in plan(SET):
+        by_name.setdefault(name, []).append(candidate)
+    without_world = [c for c in by_name[b"world"] if b"hello();\n  hello();" in c["b.c"]]
+    assert without_world
+    candidate = without_world[0]
+    assert candidate["util.h"] == b"int hello(void);\nextern int shared;\n"
+    assert b"world" not in words(candidate["a.c"]) and b"hello" in words(candidate["a.c"])
+    assert candidate["notes.txt"] == SET["notes.txt"]  # no grammar: never edited
+    for path in ("util.h", "a.c", "b.c"):
+        assert parses_cleanly("c", candidate[path])
+
+
+def test_stand_ins_are_of_the_same_kind_and_in_scope_in_each_file():
+    for name, candidate in plan(SET):
+        assert name in {b"hello", b"world", b"shared"}  # what some file declares
+        # a function stands in for a function; `local` is main's own, seen nowhere else
+        assert b"local" not in words(candidate["util.h"] + candidate["a.c"])
+        if name == b"shared":  # a variable, for a variable
+            assert re.search(rb"int local = (hello|world|main|puts);", candidate["b.c"]) is None
+
+
+def test_a_name_no_file_declares_is_left_alone():
+    names = {name for name, _ in plan(SET)}
+    assert b"puts" not in names and b"main" not in names
+
+
+def test_the_pass_takes_what_the_test_accepts_and_counts_its_tests_under_its_name():
+    def still_says_hello_twice(packed: bytes) -> bool:
+        files = fileset.unpack(packed)
+        calls = re.findall(rb"(\w+)\(\);", files["b.c"])
+        return len(calls) == 2 and all(call in words(files["a.c"]) for call in calls)
+
+    program = program_of(SET, still_says_hello_twice)
+    (cross,) = ACROSS
+    try:
+        assert run_pass(cross, program, program)
+    finally:
+        program.engine.close()
+    sources = b"".join(program.files[path] for path in ("util.h", "a.c", "b.c"))
+    assert len({b"hello", b"world"} & words(sources)) == 1  # one function does for both
+    assert fileset.pack(program.files) == program.packed
+    assert program.engine.stats.of_pass("cross-identifiers").successes >= 1
+    assert program.engine.stats.by_pass["cross-identifiers"] >= 1
