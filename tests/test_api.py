@@ -265,7 +265,7 @@ def test_unknown_pass_names_are_refused_before_any_test(tmp_path: Path) -> None:
         "min-commonality",
     ]
     assert sets[:3] == ["set-tdiff", "set-ldiff", "set-commonality"]
-    assert across == ["cross-identifiers"]
+    assert across == ["cross-names", "cross-identifiers"]
     assert {"file-ppr/min-tdiff", "file-one-side/tree"} <= set(api.known_passes())
     with pytest.raises(gitreduce.UserError, match="unknown pass 'file-ppr/bogus'"):
         gitreduce.reduce_set_pair(tmp_path, tmp_path, "false", skip_passes=["file-ppr/bogus"])

@@ -310,7 +310,7 @@ def reduce(
             is_eager=True,
             expose_value=False,
             callback=_list_passes,
-            help="Print the passes of both schedules, in the order they run, and exit.",
+            help="Print the passes of every schedule, in the order they run, and exit.",
         ),
     ] = False,
     stats: ShowStats = False,

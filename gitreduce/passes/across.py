@@ -19,19 +19,26 @@ each file: it occurs there before them as `identifiers` asks, or it is
 declared outside every function in another file (which this one may include
 or import; the test decides). A name no file declares is left to
 the per-file passes: renaming a library function everywhere deletes nothing.
+
+`cross-names` is the `names` pass over the set: a name that at least two
+files spell goes with every statement or list element that mentions it, in
+every file at once (a header's prototype, the definition, each call), where
+the per-file pass would have to take the uses before the declarations one
+file at a time, and cannot when each of those steps alone breaks the test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import tree_sitter
 
 from gitreduce.core import edits, fileset
-from gitreduce.core.current import deletion_edits
+from gitreduce.core.current import deletion_edits, render_deletions
 from gitreduce.core.engine import Engine
 from gitreduce.core.pass_runner import Pass
+from gitreduce.lang.kinds import is_identifier
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 from gitreduce.passes.identifiers import (
     MAX_STAND_INS,
@@ -42,7 +49,7 @@ from gitreduce.passes.identifiers import (
     stand_in_order,
     visible,
 )
-from gitreduce.passes.names import enclosing_unit, unit_deletion_spans
+from gitreduce.passes.names import enclosing_unit, outermost_spans, unit_deletion_spans
 from gitreduce.passes.windows import EXHAUSTIVE_MAX_TOKENS
 
 
@@ -236,6 +243,49 @@ def replace_identifiers_across(program: SetProgram) -> bool:
         progress = True
 
 
+def shared_names(program: SetProgram) -> dict[bytes, dict[str, list[tree_sitter.Node]]]:
+    """Each identifier that two files or more spell, with its leaves in each file."""
+    found: dict[bytes, dict[str, list[tree_sitter.Node]]] = {}
+    for path, parsed in program.parsed.items():
+        pending = [parsed.tree.root_node]
+        while pending:
+            node = pending.pop()
+            if is_identifier(node):
+                found.setdefault(node.text or b"", {}).setdefault(path, []).append(node)
+            else:
+                pending.extend(node.children)
+    return {name: by_file for name, by_file in found.items() if len(by_file) > 1}
+
+
+def name_deletions_across(program: SetProgram) -> Iterator[dict[str, bytes]]:
+    """Per shared name, most occurrences first: the set with every unit that mentions
+    it deleted in every file (none where some occurrence has no unit around it)."""
+    shared = shared_names(program)
+    order = sorted(
+        shared, key=lambda name: (-sum(len(leaves) for leaves in shared[name].values()), name)
+    )
+    for name in order:
+        files = dict(program.files)
+        for path, leaves in shared[name].items():
+            units = [enclosing_unit(leaf) for leaf in leaves]
+            present = [unit for unit in units if unit is not None]
+            if len(present) < len(units):
+                break
+            spans = outermost_spans(unit_deletion_spans(present))
+            files[path] = render_deletions(program.files[path], spans)
+        else:
+            yield files
+
+
+def delete_names_across(program: SetProgram) -> bool:
+    """Each shared name's deletion in turn, derived again after every success; True if
+    any went."""
+    progress = False
+    while program.try_sets(name_deletions_across(program)) is not None:
+        progress = True
+    return progress
+
+
 def small_enough(program: SetProgram) -> bool:
     """Two files with a grammar or more, none of them past the size at which the late
     single-program passes start: every candidate costs a test."""
@@ -244,6 +294,13 @@ def small_enough(program: SetProgram) -> bool:
 
 
 ACROSS: tuple[Pass[SetProgram], ...] = (
+    Pass(
+        "cross-names",
+        delete_names_across,
+        "a name that several files spell, with every statement or list element that "
+        "mentions it, in every file at once",
+        applies=small_enough,
+    ),
     Pass(
         "cross-identifiers",
         replace_identifiers_across,

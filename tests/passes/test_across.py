@@ -94,7 +94,7 @@ def test_the_pass_takes_what_the_test_accepts_and_counts_its_tests_under_its_nam
         return len(calls) == 2 and all(call in words(files["a.c"]) for call in calls)
 
     program = program_of(SET, still_says_hello_twice)
-    (cross,) = ACROSS
+    cross = next(declared for declared in ACROSS if declared.name == "cross-identifiers")
     try:
         assert run_pass(cross, program, program)
     finally:
@@ -104,3 +104,29 @@ def test_the_pass_takes_what_the_test_accepts_and_counts_its_tests_under_its_nam
     assert fileset.pack(program.files) == program.packed
     assert program.engine.stats.of_pass("cross-identifiers").successes >= 1
     assert program.engine.stats.by_pass["cross-identifiers"] >= 1
+
+
+def consistent(packed: bytes) -> bool:
+    """A knot no single file can untie: every function the header declares is defined in
+    `a.c` and called in `b.c`, and `hello` stays."""
+    files = fileset.unpack(packed)
+    declared = set(re.findall(rb"int (\w+)\(void\);", files["util.h"]))
+    defined = set(re.findall(rb"int (\w+)\(void\) \{", files["a.c"]))
+    called = set(re.findall(rb"(\w+)\(\);", files["b.c"]))
+    return b"hello" in declared and declared == defined == called
+
+
+def test_a_name_goes_with_every_unit_that_mentions_it_in_every_file_at_once():
+    program = program_of(SET, consistent)
+    try:
+        assert consistent(program.packed)
+        cross_names = next(declared for declared in ACROSS if declared.name == "cross-names")
+        assert run_pass(cross_names, program, program)
+    finally:
+        program.engine.close()
+    files = program.files
+    assert all(b"world" not in files[path] for path in ("util.h", "a.c", "b.c"))
+    assert b"hello();" in files["b.c"] and b"int hello(void);" in files["util.h"]
+    assert files["notes.txt"] == SET["notes.txt"]
+    for path in ("util.h", "a.c", "b.c"):
+        assert parses_cleanly("c", files[path])
