@@ -28,12 +28,19 @@ int main(void) {
     return y;
 }
 """
-# the bug, plus a change inside `unrelated` and an insertion inside a declaration
-VARIANT = (
-    SEED.replace(b"y = x - 1;", b"x = y--;")
-    .replace(b"return q * q;", b"return q + q * 2;")
-    .replace(b"int x = 1, y = 2;", b"int x = 1, y = 2, z = 7;")
-)
+
+
+def mutated(seed: bytes) -> bytes:
+    """The variant of `seed`: the bug, plus a change inside `unrelated` and an insertion
+    inside a declaration, neither of which the failure needs."""
+    return (
+        seed.replace(b"y = x - 1;", b"x = y--;")
+        .replace(b"return q * q;", b"return q + q * 2;")
+        .replace(b"int x = 1, y = 2;", b"int x = 1, y = 2, z = 7;")
+    )
+
+
+VARIANT = mutated(SEED)
 
 
 def flat(text: bytes) -> bytes:

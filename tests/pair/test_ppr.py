@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from post_decrement import bug, flat
+from post_decrement import bug, flat, mutated
 from support import make_engine
 
 from gitreduce.core import edits
@@ -45,11 +45,7 @@ int main(void) {
 }
 """
 # the bug: `x = y--` where the seed has `y = x - 1`; plus two irrelevant mutations
-VARIANT = (
-    SEED.replace(b"y = x - 1;", b"x = y--;")
-    .replace(b"return q * q;", b"return q + q * 2;")
-    .replace(b"int x = 1, y = 2;", b"int x = 1, y = 2, z = 7;")
-)
+VARIANT = mutated(SEED)
 
 
 def pair_current(
