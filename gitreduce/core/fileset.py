@@ -31,6 +31,10 @@ def check_path(path: str) -> str | None:
         return "not a plain path below the set's directory"
     if "\n" in path or "\0" in path:
         return "a newline or NUL in the name"
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return "a name that is not UTF-8"
     return None
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import SortMode
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
 
 BINARY_PROBE = 8192  # git's own heuristic: a NUL in the first 8 KB means binary
@@ -195,8 +196,8 @@ def read_set_at(
     repo: pygit2.Repository, rev: str, paths: list[str]
 ) -> tuple[dict[str, bytes], list[str]]:
     """Every regular file at or under the repository-relative `paths` in `rev` (no checkout),
-    by repository path, and the symbolic links and submodules met there, which a set
-    leaves out. A path absent at `rev` contributes nothing."""
+    by repository path, and the symbolic links, submodules and names that are not UTF-8
+    met there, which a set leaves out. A path absent at `rev` contributes nothing."""
     commit = resolve_commit(repo, rev)
     files: dict[str, bytes] = {}
     skipped: list[str] = []
@@ -213,7 +214,11 @@ def _collect(entry: pygit2.Object, path: str, files: dict[str, bytes], skipped: 
     if isinstance(entry, pygit2.Tree):
         for child in entry:
             _collect(child, f"{path}/{child.name}", files, skipped)
-    elif isinstance(entry, pygit2.Blob) and entry.filemode != pygit2.enums.FileMode.LINK:
+    elif (
+        isinstance(entry, pygit2.Blob)
+        and entry.filemode != pygit2.enums.FileMode.LINK
+        and fileset.check_path(path) is None  # a name git stores but a set cannot hold
+    ):
         files[path] = entry.data
     else:
         skipped.append(path)

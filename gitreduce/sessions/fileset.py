@@ -148,7 +148,10 @@ def as_set(root: Path, files: dict[str, bytes], skipped: list[str]) -> FileSet:
     opaque = frozenset(name for name, text in files.items() if b"\0" in text[:_BINARY_PROBE])
     warnings = []
     if skipped:
-        warnings.append(f"left out (symbolic links, nested repositories): {', '.join(skipped)}")
+        warnings.append(
+            "left out (symbolic links, nested repositories, names that are not UTF-8): "
+            + ", ".join(skipped)
+        )
     if opaque:
         warnings.append(
             f"binary files are kept or removed whole, never reduced inside: "
@@ -163,7 +166,7 @@ def _walk(directory: Path, skipped: list[str]) -> Iterable[Path]:
     for entry in sorted(directory.iterdir()):
         if entry.name == ".git":
             continue
-        if entry.is_symlink():
+        if entry.is_symlink() or fileset.check_path(entry.name) is not None:
             skipped.append(str(entry))
         elif entry.is_dir():
             if (entry / ".git").exists():

@@ -154,6 +154,33 @@ def test_links_nested_repositories_and_binaries_are_left_out_or_kept_whole(
     assert summary.files["blob.bin"] == b"\0\1\2flag = 1\n"
 
 
+NOT_UTF8 = os.fsdecode(b"\xff.py")  # a name the file system holds and a set cannot
+
+
+def test_a_name_that_is_not_utf8_is_left_out_with_a_warning_or_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    root = python_project(tmp_path / "proj")
+    (root / NOT_UTF8).write_text("x = 1\n")
+    read = read_set([root])
+    assert NOT_UTF8 not in read.files and "util.py" in read.files
+    assert any("not UTF-8" in warning for warning in read.warnings)
+    with pytest.raises(UserError, match="a name that is not UTF-8"):
+        read_set([root / "util.py", root / NOT_UTF8])
+
+
+def test_a_commit_holding_a_name_that_is_not_utf8_is_reduced_without_it(tmp_path: Path) -> None:
+    work = history(tmp_path)
+    (work / "app" / NOT_UTF8).write_text("x = 1\n")
+    git(work, "add", ".")
+    git(work, "commit", "-q", "--amend", "--no-edit")
+    summary = reduce_revision_set(
+        "HEAD~1..HEAD", ["app/"], settings([]), directory=work, result=ResultRequest()
+    )
+    assert any("not UTF-8" in warning for warning in summary.warnings)
+    assert all("\udcff" not in name for name in summary.files)
+
+
 @pytest.mark.parametrize(
     ("make", "keep", "message"),
     [
