@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -130,6 +130,9 @@ Splice = tuple[int, int, bytes]
 # Parents whose trees are kept: the current text, the text a running ddmin renders from,
 # the other program of a pair, and a few recent ones.
 REMEMBERED_TREES = 8
+# Trees of texts that passed the gate, kept for `Syntax.parse`: a batch's speculation
+# reaches a few candidates past the one the engine takes.
+PASSED_TREES = 8
 
 # How `splices_between` finds where two texts agree again after a difference: this many
 # bytes must match, and it gives up (one splice for the rest) after this many splices.
@@ -200,6 +203,11 @@ class Syntax:
             else None
         )
         self._parents: OrderedDict[bytes, _Parent] = OrderedDict()
+        # the trees of the last texts the gate let through: one of them is usually the next
+        # text taken, whose tree `parse` then need not build again. Error-free ones only,
+        # where an incremental parse is the tree a full parse gives, so keeping them never
+        # changes a tree a pass sees.
+        self._passed: deque[tuple[bytes, tree_sitter.Tree]] = deque(maxlen=PASSED_TREES)
         self.baseline_errors = self._errors(self._parser.parse(original).root_node)
 
     def tolerate(self, tree: tree_sitter.Tree) -> None:
@@ -239,7 +247,10 @@ class Syntax:
         return starts, before
 
     def parse(self, text: bytes) -> Parsed:
-        tree = self._parser.parse(text)
+        tree = next(
+            (tree for passed, tree in self._passed if len(passed) == len(text) and passed == text),
+            None,
+        ) or self._parser.parse(text)
         self._remember(text, tree)
         tokens = leaves(tree)
         return Parsed(text, tree, [t.start_byte for t in tokens], [t.end_byte for t in tokens])
@@ -275,10 +286,14 @@ class Syntax:
         return self._incremental(text, self._parent(parent), splices)
 
     def _full(self, text: bytes) -> bool:
-        root = self._parser.parse(text).root_node
-        if not root.has_error and self._blocks is None:
-            return True
-        return self._errors(root) <= self.baseline_errors
+        tree = self._parser.parse(text)
+        root = tree.root_node
+        passes = (not root.has_error and self._blocks is None) or (
+            self._errors(root) <= self.baseline_errors
+        )
+        if passes and not root.has_error:
+            self._passed.append((text, tree))
+        return passes
 
     def _incremental(self, text: bytes, parent: _Parent, splices: Sequence[Splice]) -> bool:
         """The full parse's verdict, from the parent's tree re-parsed where `splices` changed it.
@@ -306,8 +321,11 @@ class Syntax:
                 parent.point(end),
                 _advanced(start_point, replacement),
             )
-        root = self._parser.parse(text, edited).root_node
+        tree = self._parser.parse(text, edited)
+        root = tree.root_node
         if not self._any_defect_after(root, boundary):
+            if not root.has_error:
+                self._passed.append((text, tree))
             return True
         if settled + 1 > self.baseline_errors:
             return False

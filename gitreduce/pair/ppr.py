@@ -213,13 +213,15 @@ def variant_first(current: PairCurrent) -> bool:
     if (base.seed.text, base.variant.text) != (current.state.seed_text(), original):
         base = Alignment.of(current.state.seed_text(), original, grammar)
     history: list[bytes] = []
+    # the newest accepted variant's tokens, from the parse the view already holds
+    newest_tokens: dict[int, TokenList] = {}
     # how each accepted variant was made from the original, while its base's is known
     provenance: dict[bytes, Provenance] = {original: Provenance.original(original)}
     known = -1  # the newest position of `history` whose lift is the pair
     checking = True  # lifts are tried as the sweeps go; not once the very first was refused
 
     def origins_of(position: int) -> tuple[TokenList, list[int]]:
-        variant = tokenize(history[position], grammar)
+        variant = newest_tokens.get(position) or tokenize(history[position], grammar)
         made = provenance.get(history[position])
         if made is not None:
             return variant, made.origins(base.variant, variant)
@@ -242,6 +244,12 @@ def variant_first(current: PairCurrent) -> bool:
     def accepted(reduced: Current) -> None:
         nonlocal known, checking
         history.append(reduced.text)
+        newest_tokens.clear()
+        parsed = reduced.parsed
+        if parsed is not None and parsed.text is reduced.text:
+            newest_tokens[len(history) - 1] = TokenList(
+                parsed.text, parsed.token_starts, parsed.token_ends
+            )
         rendered = reduced.rendered
         if isinstance(rendered, edits.Rendered) and rendered.base in provenance:
             made = provenance[rendered.base].after(rendered.base, rendered.splices)

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from gitreduce.core import edits
 from gitreduce.core.current import render_deletions
 from gitreduce.lang import grammars
-from gitreduce.lang.syntax import Syntax, count_errors, empty_blocks, splices_between
+from gitreduce.lang.syntax import Syntax, count_errors, empty_blocks, leaves, splices_between
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "benchmarks" / "cases"
@@ -145,6 +145,23 @@ def test_candidates_of_an_accepted_candidate(name, data):
         candidates(name).filter(lambda text: len(text) > 100 and reference(name, bytes(text)))
     )
     _agree(name, data.draw(candidates(name, bytes(first))))
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_a_text_the_gate_let_through_parses_to_the_tree_a_full_parse_gives(name, data):
+    """`parse` takes the gate's tree of a text it let through (no second parse of the
+    text a pass then adopts), and that tree is the one a fresh parse builds."""
+    syntax = program(name)[0]
+    candidate = data.draw(candidates(name))
+    passed = syntax.acceptable(candidate, candidate.base, candidate.splices)
+    parsed = syntax.parse(bytes(candidate))
+    fresh = syntax.grammar.parser().parse(bytes(candidate))
+    assert str(parsed.tree.root_node) == str(fresh.root_node)
+    assert [leaf.start_byte for leaf in leaves(fresh)] == parsed.token_starts
+    if passed and not fresh.root_node.has_error:
+        assert any(tree is parsed.tree for _, tree in syntax._passed)
 
 
 def test_an_error_before_the_change_is_counted_from_the_parent():
