@@ -47,6 +47,7 @@ from gitreduce.passes.identifiers import (
     same_kind,
     scope_of,
     stand_in_order,
+    take_replacements,
     visible,
 )
 from gitreduce.passes.names import enclosing_unit, outermost_spans, unit_deletion_spans
@@ -226,21 +227,10 @@ def _renamed(text: bytes, change: _InFile, stand_in: bytes) -> bytes:
 
 
 def replace_identifiers_across(program: SetProgram) -> bool:
-    """Take the first interesting replacement, plan again, until none is; True if any.
-
-    As in `identifiers.replace_identifiers`, a name whose every stand-in
-    failed is not tried again in this run; the session runs the pass again
-    after the per-file rounds have changed the set.
-    """
-    settled: set[bytes] = set()
-    progress = False
-    while True:
-        plan = replacement_plan(program, frozenset(settled))
-        found = program.try_sets(candidate for _, candidate in plan)
-        if found is None:
-            return progress
-        settled.update(name for name, _ in plan[:found])
-        progress = True
+    """Take the first interesting replacement, plan again, until none is; True if any
+    (`identifiers.take_replacements`); the session runs the pass again after the
+    per-file rounds have changed the set."""
+    return take_replacements(lambda settled: replacement_plan(program, settled), program.try_sets)
 
 
 def shared_names(program: SetProgram) -> dict[bytes, dict[str, list[tree_sitter.Node]]]:

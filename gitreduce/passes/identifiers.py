@@ -23,8 +23,9 @@ offered everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import tree_sitter
 
@@ -37,6 +38,8 @@ from gitreduce.lang.kinds import (
     is_identifier,
 )
 from gitreduce.passes.names import enclosing_unit, unit_deletion_spans
+
+T = TypeVar("T")
 
 # Stand-ins tried per name; the rest would cost a test each for little gain.
 MAX_STAND_INS = 4
@@ -201,20 +204,32 @@ def replacement_plan(
 
 
 def replace_identifiers(current: Current) -> bool:
-    """Take the first interesting replacement, plan again, until none is; True if any.
+    """Take the first interesting replacement, plan again, until none is; True if any."""
+    if current.parsed is None:
+        return False
+    return take_replacements(
+        lambda settled: replacement_plan(current, settled), current.try_candidates
+    )
+
+
+def take_replacements(
+    plan: Callable[[frozenset[bytes]], Sequence[tuple[bytes, T]]],
+    take: Callable[[Iterable[T]], int | None],
+) -> bool:
+    """Take the first interesting candidate of `plan` (name, candidate pairs, the names
+    settled so far left out), plan again, until none is; True if any was taken.
 
     A name whose every stand-in failed is not tried again in this run: after
-    each success the text differs, and its candidates with it, so retrying
+    each success the program differs, and its candidates with it, so retrying
     them would cost tests anew; the schedule runs the pass again when the
     rounds change the program.
     """
     settled: set[bytes] = set()
     progress = False
-    while current.parsed is not None:
-        plan = replacement_plan(current, frozenset(settled))
-        found = current.try_candidates(candidate for _, candidate in plan)
+    while True:
+        planned = plan(frozenset(settled))
+        found = take(candidate for _, candidate in planned)
         if found is None:
             return progress
-        settled.update(name for name, _ in plan[:found])
+        settled.update(name for name, _ in planned[:found])
         progress = True
-    return progress
