@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from gitreduce.core import edits
 from gitreduce.core.ddmin import Subset, ddmin
-from gitreduce.core.engine import Accepts, Engine, Precheck
+from gitreduce.core.engine import Accepts, Engine, Lookahead, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 T = TypeVar("T")
@@ -51,9 +51,12 @@ class Current:
             return self.parsed.tokens
         return len(plain_tokens(self.text))
 
-    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
-        """Index of the first interesting candidate, which becomes current; None if none is."""
-        return self._first(candidates, len(self.text))
+    def try_candidates(
+        self, candidates: Iterable[bytes], lookahead: Lookahead[bytes] | None = None
+    ) -> int | None:
+        """Index of the first interesting candidate, which becomes current; None if none is.
+        `lookahead`: what the caller tries next if none is (`Engine.first_judged`)."""
+        return self._first(candidates, len(self.text), lookahead=lookahead)
 
     def try_growth(self, candidate: bytes) -> bool:
         """Try one candidate that may be larger than the current text: what no deletion can
@@ -70,7 +73,12 @@ class Current:
         return found
 
     def _first(
-        self, candidates: Iterable[bytes], smaller_than: int, *, gated: bool = True
+        self,
+        candidates: Iterable[bytes],
+        smaller_than: int,
+        *,
+        gated: bool = True,
+        lookahead: Lookahead[bytes] | None = None,
     ) -> int | None:
         precheck = syntax_gate(self.syntax, self.text) if self.syntax and gated else None
         found = self.engine.first_success(
@@ -80,6 +88,7 @@ class Current:
             precheck=precheck,
             place=self.place,
             accepts=self.accepts,
+            lookahead=lookahead,
         )
         if found is None:
             return None
@@ -193,6 +202,7 @@ def first_then_delete_units(
     units: Sequence[Unit],
     *,
     try_empty: bool = True,
+    lookahead: Lookahead[bytes] | None = None,
 ) -> tuple[int | None, bool]:
     """The texts of `first` (rendered as they are reached), in order, then ddmin over
     `units` if none is taken, all read as one stream of candidates; which of `first`
@@ -201,13 +211,16 @@ def first_then_delete_units(
     The same candidates in the same order as trying `first` and then calling
     `delete_units`, but with no wait between the two: the last of `first` and
     ddmin's first candidates are tested side by side (`Engine.first_judged`).
+    `lookahead`: what the caller tries next if nothing here is taken, for every
+    stream ddmin reads.
     """
     snapshot = current.text
     before = len(snapshot)
     leading: Sequence[T] = first
     taken: int | None = None
     if not units:
-        return current.try_candidates(render_first(item) for item in first), False
+        found = current.try_candidates((render_first(item) for item in first), lookahead)
+        return found, False
 
     def render(kept: Subset) -> bytes:
         return render_deletions(snapshot, deletion_spans(units, kept))
@@ -218,7 +231,8 @@ def first_then_delete_units(
         found = current.try_candidates(
             itertools.chain(
                 (render_first(item) for item in offered), (render(subset) for subset in subsets)
-            )
+            ),
+            lookahead,
         )
         if found is not None and found < len(offered):
             taken = found

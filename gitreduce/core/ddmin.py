@@ -71,6 +71,15 @@ def _planned(
         resume = 0
 
 
+def opening(count: int, *, try_empty: bool = True) -> Iterator[Subset]:
+    """The subsets `ddmin` over `count` units reads first (with `ahead`), in its order:
+    what it tries if none of them wins, for a caller that looks ahead to it."""
+    units = tuple(range(count))
+    if not units:
+        return iter(())
+    return _planned(units, min(2, count), 0, [], empty=try_empty, one_batch=False)
+
+
 def ddmin(
     units: Subset, first_success: FirstSuccess, *, try_empty: bool = True, ahead: bool = True
 ) -> Subset:

@@ -10,6 +10,14 @@ Runs of candidates past the answer are abandoned (`core/tickets.py`): the
 oracle kills them and nothing is cached for them, so the next batch gets
 their slots at once. Runs of candidates before it are awaited.
 
+A batch whose every candidate is in flight leaves a job idle until they
+end. Given a `lookahead` (what the caller will ask next if none of them
+wins), the engine judges those candidates meanwhile: warm-ups whose
+verdicts only fill the cache, so the next batch finds them known or
+running (a judgement waiting on another's identical test holds no job).
+Once a batch has a winner, the warm-ups were derived from the text it
+replaced and are abandoned like any speculation past a winner.
+
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
 `_POLL_SECONDS` even while every test is still running.
@@ -27,7 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -40,6 +48,8 @@ from gitreduce.core.outcome import Outcome
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
 # to cost nothing, often enough that an interrupt feels immediate.
 _POLL_SECONDS = 0.05
+# How many lookahead candidates per job one wait for a batch's last tests may read
+_WARM_UP_READS = 4
 # The most tests `set_jobs` lets one engine have in flight (its pool's threads start
 # only as they are needed).
 MAX_JOBS = 256
@@ -153,6 +163,8 @@ ORIGINALS = "originals"  # the label of tests outside any pass: the originals, f
 C = TypeVar("C")
 T = TypeVar("T")
 C_contra = TypeVar("C_contra", contravariant=True)
+# What a caller will try next if none of a batch wins, made only when it is asked for
+Lookahead = Callable[[], Iterable[C]]
 
 
 class Judge(Protocol[C_contra]):
@@ -236,6 +248,8 @@ class Engine:
         self._jobs_in_flight: set[Future[bool]] = set()
         self._tests_in_flight: dict[str, threading.Event] = {}
         self._syntax_rejects: set[str] = set()
+        self._warm_ups: list[Job] = []
+        self._waiting = 0  # judgements blocked on an identical test another one runs
         self._running = 0
         self._busy_since = 0.0
         self._stopped = False
@@ -339,7 +353,12 @@ class Engine:
                 if running is None:
                     self._tests_in_flight[key] = threading.Event()
                     break
-            running.wait()
+                self._waiting += 1
+            try:
+                running.wait()
+            finally:
+                with self._lock:
+                    self._waiting -= 1
         try:
             fresh = self._timed_run(key, text)
         finally:
@@ -423,8 +442,31 @@ class Engine:
             self._jobs_in_flight.discard(future)
 
     def _busy(self) -> int:
+        """Jobs running a test: a judgement waiting on another's identical test holds none."""
         with self._lock:
-            return len(self._jobs_in_flight)
+            return len(self._jobs_in_flight) - self._waiting
+
+    def _warm_up(self, lookahead: Iterator[C], judge: Judge[C], label: str) -> None:
+        """Judge what `lookahead` yields while jobs are idle, for the cache only.
+
+        Candidates the cheap checks decide cost no job, so at most a few jobs'
+        worth of them is read per call: the main thread renders and parses
+        them while the last tests run, and must not wander far ahead.
+        """
+        self._warm_ups = [job for job in self._warm_ups if not job.future.done()]
+        for _ in range(_WARM_UP_READS * self.jobs):
+            if self._busy() >= self.jobs:
+                return
+            candidate = next(lookahead, None)
+            if candidate is None:
+                return
+            if judge.quick(candidate) is None:
+                self._warm_ups.append(self._submit(judge, candidate, label))
+
+    def _abandon_warm_ups(self) -> None:
+        for job in self._warm_ups:
+            job.ticket.abandon()
+        self._warm_ups.clear()
 
     def first_success(
         self,
@@ -435,39 +477,55 @@ class Engine:
         precheck: Precheck | None = None,
         place: Callable[[bytes], bytes] | None = None,
         accepts: Accepts | None = None,
+        lookahead: Lookahead[bytes] | None = None,
     ) -> tuple[int, bytes] | None:
         """The lowest-indexed interesting text and the text itself, or None (`place`: see
         `TextJudge`; `accepts`: what a verdict must say instead of interesting, for one
-        file of a pair of file sets that only the seed holds)."""
+        file of a pair of file sets that only the seed holds; `lookahead`: see
+        `first_judged`)."""
         wanted = accepts if accepts is not None else self._is_interesting
         judge = TextJudge(self, wanted, smaller_than, precheck, place)
-        return self.first_judged(candidates, judge, label=label)
+        return self.first_judged(candidates, judge, label=label, lookahead=lookahead)
 
     def first_judged(
-        self, candidates: Iterable[C], judge: Judge[C], *, label: str
+        self,
+        candidates: Iterable[C],
+        judge: Judge[C],
+        *,
+        label: str,
+        lookahead: Lookahead[C] | None = None,
     ) -> tuple[int, C] | None:
         """The lowest-indexed candidate `judge` finds interesting, or None.
 
         Candidates are pulled lazily, at most `jobs` judgements in flight
         (abandoned runs of earlier batches included, until they end), and
         never past a known success. Every test, cache hit and syntax rejection
-        of the batch counts for the pass `label`.
+        of the batch counts for the pass `label`. `lookahead`, called at most
+        once, once every candidate is in flight and a job is idle, gives the
+        candidates the caller will try next if none of these wins: they are
+        warmed up (see the module's docstring), never answered.
         """
         outer = self._label()
         self._context.label = label
         try:
-            found = self._first_judged(candidates, judge, label)
+            found = self._first_judged(candidates, judge, label, lookahead)
         finally:
             self._context.label = outer
         if found is not None:
+            self._abandon_warm_ups()
             with self._lock:
                 self.stats.of_pass(label).successes += 1
         return found
 
     def _first_judged(
-        self, candidates: Iterable[C], judge: Judge[C], label: str
+        self,
+        candidates: Iterable[C],
+        judge: Judge[C],
+        label: str,
+        lookahead: Lookahead[C] | None,
     ) -> tuple[int, C] | None:
         pending = iter(enumerate(candidates))
+        ahead: Iterator[C] | None = None
         held: dict[int, C] = {}
         running: dict[int, Job] = {}
         known: dict[int, bool] = {}
@@ -500,6 +558,10 @@ class Engine:
                         earliest_success = index
             if next_to_resolve in known:
                 continue
+            if exhausted and lookahead is not None and self.jobs > 1 and running:
+                if ahead is None:
+                    ahead = iter(lookahead())
+                self._warm_up(ahead, judge, label)
             if not running:
                 if exhausted or earliest_success is not None:
                     return None

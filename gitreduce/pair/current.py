@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
-from gitreduce.core.engine import Engine, Precheck
+from gitreduce.core.engine import Engine, Lookahead, Precheck
 from gitreduce.core.outcome import Outcome
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import SEED, Alignment
@@ -275,12 +275,17 @@ class SideCurrent(Current, ABC):
     def _adopt(self, alignment: Alignment) -> None:
         """Take `alignment` (of the pair just accepted) as the base of later candidates."""
 
-    def try_candidates(self, candidates: Iterable[bytes]) -> int | None:
-        def pairs() -> Iterator[PairCandidate]:
-            for candidate in candidates:
+    def try_candidates(
+        self, candidates: Iterable[bytes], lookahead: Lookahead[bytes] | None = None
+    ) -> int | None:
+        def pairs(texts: Iterable[bytes]) -> Iterator[PairCandidate]:
+            for candidate in texts:
                 yield self._pair(candidate)
 
-        found = self.engine.first_judged(pairs(), self._judge(), label=self.label)
+        pairs_ahead = None if lookahead is None else lambda: pairs(lookahead())
+        found = self.engine.first_judged(
+            pairs(candidates), self._judge(), label=self.label, lookahead=pairs_ahead
+        )
         if found is None:
             return None
         self._accept(found[1])

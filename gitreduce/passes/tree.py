@@ -12,13 +12,22 @@ found again in the re-parsed tree when popped.
 
 from __future__ import annotations
 
+import functools
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import tree_sitter
 
 from gitreduce.core import edits
-from gitreduce.core.current import Current, Unit, first_then_delete_units
+from gitreduce.core.current import (
+    Current,
+    Unit,
+    deletion_spans,
+    first_then_delete_units,
+    render_deletions,
+)
+from gitreduce.core.ddmin import opening
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Parsed
 
@@ -294,6 +303,27 @@ def _unwrapped_bodies(node: tree_sitter.Node, parsed: Parsed) -> list[Replacemen
     return found
 
 
+def _where(entry: _Pending, log: list[_Change]) -> tuple[int, int]:
+    """Where `entry`'s node is after the changes of `log` since it was pushed."""
+    start, end = entry.start, entry.end
+    for change in log[entry.log_position :]:
+        if start >= change.end:
+            start += change.shift
+            end += change.shift
+    return start, end
+
+
+def _rendered(text: bytes, start: int, end: int, replacement: Replacement) -> bytes:
+    """`text` with the node at [start, end) replaced by `replacement`."""
+    if replacement.deletions:
+        return edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
+    at = start if replacement.start < 0 else replacement.start
+    return edits.apply(text, [edits.Edit(at, end, replacement.text)])
+
+
+UNIT_KINDS = (list_units, operand_units)
+
+
 class TreeReducer:
     """One sweep of the heap over the current tree; call `sweep` until it reports no progress."""
 
@@ -321,12 +351,7 @@ class TreeReducer:
             heapq.heappush(self._heap, entry)
 
     def _where_now(self, entry: _Pending) -> tuple[int, int]:
-        start, end = entry.start, entry.end
-        for change in self._log[entry.log_position :]:
-            if start >= change.end:
-                start += change.shift
-                end += change.shift
-        return start, end
+        return _where(entry, self._log)
 
     def _record(self, start: int, end: int, old_length: int) -> None:
         shift = len(self.current.text) - old_length
@@ -408,27 +433,27 @@ class TreeReducer:
         text = self.current.text
         start, end, kind = node.start_byte, node.end_byte, node.type
 
-        def span_start(replacement: Replacement) -> int:
-            return start if replacement.start < 0 else replacement.start
-
         def rendered(replacement: Replacement) -> bytes:
-            if replacement.deletions:
-                return edits.apply(text, [edits.Edit(*span) for span in replacement.deletions])
-            return edits.apply(text, [edits.Edit(span_start(replacement), end, replacement.text)])
+            return _rendered(text, start, end, replacement)
 
         first = replacements
-        for make_units in (list_units, operand_units):
+        for phase, make_units in enumerate(UNIT_KINDS):
             units = make_units(node)
             if not units and not first:
                 continue
             old_length = len(self.current.text)
             taken, deleted = first_then_delete_units(
-                self.current, first, rendered, units, try_empty=make_units is list_units
+                self.current,
+                first,
+                rendered,
+                units,
+                try_empty=make_units is list_units,
+                lookahead=functools.partial(self._ahead, start, end, kind, old_length, phase),
             )
             first = []
             if taken is not None:
                 chosen = replacements[taken]
-                at = span_start(chosen)
+                at = start if chosen.start < 0 else chosen.start
                 self._record(at, end, old_length)
                 parsed = self.current.parsed
                 assert parsed is not None
@@ -444,3 +469,49 @@ class TreeReducer:
                 return False, None
             node = located
         return False, node
+
+    def _ahead(self, start: int, end: int, kind: str, length: int, phase: int) -> Iterator[bytes]:
+        """The candidates the sweep goes on to if none of the node's current phase is taken:
+        its later phase, then the nodes the heap hands out next, each as `_reduce` would
+        offer them. `end` and `length` are the node's end and the text's length when the
+        phase began; whatever the phase took since then lay inside the node."""
+        parsed = self.current.parsed
+        assert parsed is not None
+        shift = len(self.current.text) - length
+        log = self._log + ([_Change(start, end, shift)] if shift else [])
+        node = _locate(parsed.tree.root_node, start, end + shift, kind)
+        if node is None:
+            return
+        yield from self._offers(node, phase + 1)
+        heap = list(self._heap)
+
+        def push(child: tree_sitter.Node) -> None:
+            tokens = parsed.tokens_in(child.start_byte, child.end_byte)
+            if tokens >= 2:
+                at, until = child.start_byte, child.end_byte
+                heapq.heappush(heap, _Pending((-tokens, at), at, until, child.type, len(log)))
+
+        for child in node.named_children:
+            push(child)
+        while heap:
+            entry = heapq.heappop(heap)
+            following = _locate(parsed.tree.root_node, *_where(entry, log), entry.kind)
+            if following is None:
+                continue
+            yield from self._offers(following, 0)
+            for child in following.named_children:
+                push(child)
+
+    def _offers(self, node: tree_sitter.Node, phase: int) -> Iterator[bytes]:
+        """What `_reduce` offers for `node` from `phase` on while nothing is taken."""
+        text = self.current.text
+        first = self._replacements(node) if phase == 0 else []
+        for later, make_units in enumerate(UNIT_KINDS[phase:], start=phase):
+            units = make_units(node)
+            if not units and not first:
+                continue
+            for replacement in first:
+                yield _rendered(text, node.start_byte, node.end_byte, replacement)
+            first = []
+            for kept in opening(len(units), try_empty=later == 0):
+                yield render_deletions(text, deletion_spans(units, kept))

@@ -441,3 +441,103 @@ def test_set_jobs_widens_a_running_engine_and_tells_the_runner():
         assert recorder.max_running == 3
     finally:
         engine.close()
+
+
+# --- warm-ups ------------------------------------------------------------------------------
+
+
+def wait_idle(engine: Engine) -> None:
+    deadline = time.monotonic() + 10
+    while engine._busy() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_lookahead_fills_the_job_a_batchs_last_test_leaves_idle(make_engine):
+    """The batch's only test holds until the lookahead's first candidate has started: at
+    two jobs the warm-up starts it; the next batch then finds its verdict known."""
+    warm_up_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == b"last":
+            assert warm_up_started.wait(10), "no warm-up ran beside the batch's last test"
+        elif text == b"next":
+            warm_up_started.set()
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    found = engine.first_success(
+        [b"last"], smaller_than=100, label="test", lookahead=lambda: [b"next", b"after"]
+    )
+    assert found is None
+    wait_idle(engine)
+    warmed = engine.stats.tests_run  # `after` too, if `next` ended while `last` ran
+    assert warmed in (2, 3)
+    assert engine.first_success([b"next", b"next!"], smaller_than=100, label="test") == (
+        1,
+        b"next!",
+    )
+    assert engine.stats.tests_run == warmed + 1
+    assert engine.stats.cache_hits == 1
+
+
+def test_a_winner_abandons_the_warm_ups_of_the_text_it_replaced(make_engine):
+    warm_up_started = threading.Event()
+    finished: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        if text == b"stale":
+            warm_up_started.set()
+            ticket = tickets.current()
+            assert ticket is not None
+            stopped = threading.Event()
+            with ticket.stoppable(stopped.set):
+                stopped.wait(30)
+            if ticket.abandoned:
+                raise tickets.Abandoned
+        else:
+            assert warm_up_started.wait(10)
+        finished.append(text)
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    started = time.monotonic()
+    found = engine.first_success(
+        [b"last!"], smaller_than=100, label="test", lookahead=lambda: [b"stale"]
+    )
+    assert found == (0, b"last!")
+    wait_idle(engine)
+    assert time.monotonic() - started < 10
+    assert finished == [b"last!"]
+    assert engine.cache.get(blob_id(b"stale")) is None
+
+
+def test_one_job_never_looks_ahead(make_engine):
+    recorder = Recorder()
+    engine = make_engine(recorder, jobs=1)
+
+    def lookahead() -> list[bytes]:
+        raise AssertionError("read at one job")
+
+    assert (
+        engine.first_success([b"a", b"b"], smaller_than=100, label="t", lookahead=lookahead) is None
+    )
+    assert recorder.started == [b"a", b"b"]
+
+
+def test_a_judgement_waiting_on_an_identical_test_holds_no_job(make_engine):
+    """Two jobs, the same text twice, then a third: the duplicate waits on the first's
+    test, and the third starts beside it instead of after it."""
+    both_running = threading.Event()
+    running: set[bytes] = set()
+    lock = threading.Lock()
+
+    def run(text: bytes) -> Outcome:
+        with lock:
+            running.add(text)
+            if {b"dup", b"other"} <= running:
+                both_running.set()
+        assert both_running.wait(10), "the duplicate held the second job"
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    assert engine.first_success([b"dup", b"dup", b"other"], smaller_than=100, label="t") is None
