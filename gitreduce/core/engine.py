@@ -248,7 +248,7 @@ class Engine:
         self._jobs_in_flight: set[Future[bool]] = set()
         self._tests_in_flight: dict[str, threading.Event] = {}
         self._syntax_rejects: set[str] = set()
-        self._warm_ups: list[Job] = []
+        self._warm_ups: list[tuple[object, Job]] = []
         self._waiting = 0  # judgements blocked on an identical test another one runs
         self._running = 0
         self._busy_since = 0.0
@@ -453,7 +453,7 @@ class Engine:
         worth of them is read per call: the main thread renders and parses
         them while the last tests run, and must not wander far ahead.
         """
-        self._warm_ups = [job for job in self._warm_ups if not job.future.done()]
+        self._warm_ups = [(warm, job) for warm, job in self._warm_ups if not job.future.done()]
         for _ in range(_WARM_UP_READS * self.jobs):
             if self._busy() >= self.jobs:
                 return
@@ -461,10 +461,25 @@ class Engine:
             if candidate is None:
                 return
             if judge.quick(candidate) is None:
-                self._warm_ups.append(self._submit(judge, candidate, label))
+                self._warm_ups.append((candidate, self._submit(judge, candidate, label)))
+
+    def _claim_warm_up(self, candidate: object) -> Job | None:
+        """The warm-up judging `candidate`, taken over by the batch that now asks for it.
+
+        Its judge was the batch's before this one, made from the same text (a
+        lookahead yields only what its caller asks next if nothing is taken),
+        so its answer is this batch's. Taking the job over, rather than
+        submitting another that would wait on the same test, keeps the count
+        of busy jobs right from the start.
+        """
+        for position, (warm, job) in enumerate(self._warm_ups):
+            if warm == candidate:
+                del self._warm_ups[position]
+                return job
+        return None
 
     def _abandon_warm_ups(self) -> None:
-        for job in self._warm_ups:
+        for _, job in self._warm_ups:
             job.ticket.abandon()
         self._warm_ups.clear()
 
@@ -551,7 +566,8 @@ class Engine:
                 held[index] = candidate
                 verdict = judge.quick(candidate)
                 if verdict is None:
-                    running[index] = self._submit(judge, candidate, label)
+                    claimed = self._claim_warm_up(candidate) if self._warm_ups else None
+                    running[index] = claimed or self._submit(judge, candidate, label)
                 else:
                     known[index] = verdict
                     if verdict:
