@@ -541,3 +541,29 @@ def test_a_judgement_waiting_on_an_identical_test_holds_no_job(make_engine):
 
     engine = make_engine(run, jobs=2)
     assert engine.first_success([b"dup", b"dup", b"other"], smaller_than=100, label="t") is None
+
+
+def test_a_batch_takes_over_the_warm_up_still_judging_its_candidate(make_engine):
+    """The next batch asks for the warm-up's candidate while its test still runs: that
+    judgement is taken over, so the batch's second candidate starts beside it at once
+    (a second judgement waiting on the same test would hold the other job)."""
+    warm_up_started = threading.Event()
+    other_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == b"last":
+            assert warm_up_started.wait(10)
+        elif text == b"next":
+            warm_up_started.set()
+            assert other_started.wait(10), "the batch's second candidate did not start"
+        elif text == b"other":
+            other_started.set()
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    found = engine.first_success(
+        [b"last"], smaller_than=100, label="test", lookahead=lambda: [b"next"]
+    )
+    assert found is None
+    assert engine.first_success([b"next", b"other"], smaller_than=100, label="test") is None
+    assert engine.stats.tests_run == 3
