@@ -197,12 +197,25 @@ class Oracle:
             self._release(slot)
 
     def _acquire(self) -> _Slot:
-        with self._cond:
+        """A free slot; `tickets.Abandoned` once this thread's judgement is given up, even
+        while waiting for one: an abandoned judgement must not hold its job until a slot
+        frees only to start a test and kill it."""
+        ticket = tickets.current()
+        wakes = ticket.stoppable(self._wake) if ticket else contextlib.nullcontext()
+        with wakes, self._cond:
             while not self._closed and not self._free:
+                if ticket is not None and ticket.abandoned:
+                    raise tickets.Abandoned
                 self._cond.wait()
             if self._closed:
                 raise OracleClosed
+            if ticket is not None and ticket.abandoned:
+                raise tickets.Abandoned
             return self._free.pop()
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
 
     def _release(self, slot: _Slot) -> None:
         with self._cond:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support import script
 
-from gitreduce.core import fileset
+from gitreduce.core import fileset, tickets
 from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.keys import blob_id
@@ -345,3 +345,36 @@ def test_set_jobs_gives_the_oracle_more_slots(tmp_path):
             outcomes = list(pool.map(oracle.run, [b"a", b"b", b"c"]))
         assert [outcome.verdict for outcome in outcomes] == [Verdict.GOOD] * 3
         assert time.monotonic() - started < 1.4  # side by side, not one after another
+
+
+def test_a_judgement_given_up_while_waiting_for_a_slot_leaves_at_once_and_runs_nothing(
+    tmp_path,
+):
+    """One slot, held by a long test: a second run waits for it; once its ticket is
+    abandoned it raises `Abandoned` at once, without waiting for the slot or starting
+    its test."""
+    ran = tmp_path / "ran"
+    command = f'cat {{}} >> {ran}; echo >> {ran}; [ "$(cat {{}})" = long ] && sleep 30; exit 0'
+    with Oracle(TestSpec(command, "v.c", timeout=60), jobs=1) as oracle:
+        pool = ThreadPoolExecutor(max_workers=2)
+        try:
+            pool.submit(oracle.run, b"long")
+            assert wait_for_file(ran) == "long"
+            ticket = tickets.Ticket()
+
+            def waiting() -> Outcome:
+                with tickets.holding(ticket):
+                    return oracle.run(b"second")
+
+            second = pool.submit(waiting)
+            time.sleep(0.2)
+            assert not second.done()
+            started = time.monotonic()
+            ticket.abandon()
+            with pytest.raises(tickets.Abandoned):
+                second.result(timeout=10)
+            assert time.monotonic() - started < 5
+        finally:
+            oracle.stop()
+            pool.shutdown()
+    assert ran.read_text().split() == ["long"]
