@@ -13,8 +13,9 @@ their slots at once. Runs of candidates before it are awaited.
 A batch whose every candidate is in flight leaves a job idle until they
 end. Given a `lookahead` (what the caller will ask next if none of them
 wins), the engine judges those candidates meanwhile: warm-ups whose
-verdicts only fill the cache, so the next batch finds them known or
-running (a judgement waiting on another's identical test holds no job).
+verdicts only fill the cache, so the next batch finds them known, or
+takes over the judgement still running (elsewhere, a judgement waiting on
+another's identical test holds no job).
 Once a batch has a winner, the warm-ups were derived from the text it
 replaced and are abandoned like any speculation past a winner.
 
