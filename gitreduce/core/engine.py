@@ -113,6 +113,9 @@ class Stats:
     syntax_rejected: int = 0
     interesting: int = 0
     oracle_busy_seconds: float = 0.0
+    # Every test's own duration, summed (tests stopped as speculation included): divided by
+    # jobs times the wall time, how busy the jobs were
+    test_seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
     passes: dict[str, PassStats] = field(default_factory=dict)
 
@@ -382,16 +385,19 @@ class Engine:
 
     def _timed_run(self, key: str, text: bytes) -> Outcome:
         with self._lock:
+            started = time.monotonic()
             if self._running == 0:
-                self._busy_since = time.monotonic()
+                self._busy_since = started
             self._running += 1
         try:
             outcome = self._run_test(text)
         finally:
             with self._lock:
                 self._running -= 1
+                ended = time.monotonic()
+                self.stats.test_seconds += ended - started
                 if self._running == 0:
-                    self.stats.oracle_busy_seconds += time.monotonic() - self._busy_since
+                    self.stats.oracle_busy_seconds += ended - self._busy_since
         with self._lock:
             self.cache.put(key, outcome)
             self.stats.tests_run += 1

@@ -63,6 +63,7 @@ def run_figures(run: _Run) -> dict[str, object]:
         "signature": run.signature,
         "wall_seconds": round(run.wall_seconds, 3),
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
+        "test_seconds": round(run.stats.test_seconds, 3),
         "overhead_seconds": round(overhead, 3),
         "interrupted": run.interrupted,
         "warnings": run.warnings,
@@ -230,6 +231,7 @@ def calibrated_run(
                 on_jobs=oracle.set_jobs,
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
+            engine.stats.test_seconds += calibration_seconds
             run = CalibratedRun(
                 engine, spec, reference, oracle, cache, interrupted=reference is None
             )

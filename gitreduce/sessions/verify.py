@@ -134,6 +134,7 @@ def _stable_runs(
         stats.tests_run += len(outcomes)
         stats.of_pass(LABEL).tests += len(outcomes)
         stats.oracle_busy_seconds += time.monotonic() - started
+        stats.test_seconds += time.monotonic() - started
     if len(passed) < needed:
         return outcomes
     run.cache.put(key, replace(passed[0], solo_runs=total), content=text)

@@ -567,3 +567,15 @@ def test_a_batch_takes_over_the_warm_up_still_judging_its_candidate(make_engine)
     assert found is None
     assert engine.first_success([b"next", b"other"], smaller_than=100, label="test") is None
     assert engine.stats.tests_run == 3
+
+
+def test_test_seconds_sum_every_tests_own_time_while_busy_seconds_count_overlap_once(
+    make_engine,
+):
+    """Two tests of 0.3 s side by side: about 0.6 s of tests in about 0.3 s of busy time,
+    so the two jobs were both busy."""
+    engine = make_engine(Recorder(lambda text: 0.3), jobs=2)
+    assert engine.first_success([b"a", b"b"], smaller_than=100, label="t") is None
+    stats = engine.stats
+    assert 0.55 <= stats.test_seconds < 2 * stats.oracle_busy_seconds + 0.05
+    assert stats.oracle_busy_seconds < 0.55
