@@ -132,19 +132,24 @@ def test_at_most_jobs_runs_at_once(make_engine):
     assert engine.stats.tests_run == 10
 
 
+def run_until_abandoned() -> None:
+    """A test that lasts until its judgement is given up (at most 30 s), then says so."""
+    ticket = tickets.current()
+    assert ticket is not None
+    stopped = threading.Event()
+    with ticket.stoppable(stopped.set):
+        stopped.wait(30)
+    if ticket.abandoned:
+        raise tickets.Abandoned
+
+
 def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):
     candidates = [b"w!", b"s1", b"s2", b"s3"]
     finished: list[bytes] = []
 
     def run(text: bytes) -> Outcome:
         if text != b"w!":
-            ticket = tickets.current()
-            assert ticket is not None
-            stopped = threading.Event()
-            with ticket.stoppable(stopped.set):
-                stopped.wait(30)
-            if ticket.abandoned:
-                raise tickets.Abandoned
+            run_until_abandoned()
         finished.append(text)
         return Recorder()(text)
 
@@ -452,9 +457,12 @@ def wait_idle(engine: Engine) -> None:
         time.sleep(0.01)
 
 
-def test_a_lookahead_fills_the_job_a_batchs_last_test_leaves_idle(make_engine):
-    """The batch's only test holds until the lookahead's first candidate has started: at
-    two jobs the warm-up starts it; the next batch then finds its verdict known."""
+def after_a_warm_up(
+    make_engine, lookahead: list[bytes], hooks: dict[bytes, Callable[[], None]] | None = None
+) -> Engine:
+    """A two-job engine that judged the batch [`last`] with `lookahead`, whose test of
+    `last` held until the warm-up of `next` had started (so only a warm-up can let it
+    end); `hooks` run inside the tests of the texts they name."""
     warm_up_started = threading.Event()
 
     def run(text: bytes) -> Outcome:
@@ -462,13 +470,21 @@ def test_a_lookahead_fills_the_job_a_batchs_last_test_leaves_idle(make_engine):
             assert warm_up_started.wait(10), "no warm-up ran beside the batch's last test"
         elif text == b"next":
             warm_up_started.set()
+        (hooks or {}).get(text, lambda: None)()
         return Recorder()(text)
 
     engine = make_engine(run, jobs=2)
     found = engine.first_success(
-        [b"last"], smaller_than=100, label="test", lookahead=lambda: [b"next", b"after"]
+        [b"last"], smaller_than=100, label="test", lookahead=lambda: lookahead
     )
     assert found is None
+    return engine
+
+
+def test_a_lookahead_fills_the_job_a_batchs_last_test_leaves_idle(make_engine):
+    """The batch's only test holds until the lookahead's first candidate has started: at
+    two jobs the warm-up starts it; the next batch then finds its verdict known."""
+    engine = after_a_warm_up(make_engine, [b"next", b"after"])
     wait_idle(engine)
     warmed = engine.stats.tests_run  # `after` too, if `next` ended while `last` ran
     assert warmed in (2, 3)
@@ -487,13 +503,7 @@ def test_a_winner_abandons_the_warm_ups_of_the_text_it_replaced(make_engine):
     def run(text: bytes) -> Outcome:
         if text == b"stale":
             warm_up_started.set()
-            ticket = tickets.current()
-            assert ticket is not None
-            stopped = threading.Event()
-            with ticket.stoppable(stopped.set):
-                stopped.wait(30)
-            if ticket.abandoned:
-                raise tickets.Abandoned
+            run_until_abandoned()
         else:
             assert warm_up_started.wait(10)
         finished.append(text)
@@ -547,24 +557,14 @@ def test_a_batch_takes_over_the_warm_up_still_judging_its_candidate(make_engine)
     """The next batch asks for the warm-up's candidate while its test still runs: that
     judgement is taken over, so the batch's second candidate starts beside it at once
     (a second judgement waiting on the same test would hold the other job)."""
-    warm_up_started = threading.Event()
     other_started = threading.Event()
 
-    def run(text: bytes) -> Outcome:
-        if text == b"last":
-            assert warm_up_started.wait(10)
-        elif text == b"next":
-            warm_up_started.set()
-            assert other_started.wait(10), "the batch's second candidate did not start"
-        elif text == b"other":
-            other_started.set()
-        return Recorder()(text)
+    def other_runs_beside() -> None:
+        assert other_started.wait(10), "the batch's second candidate did not start"
 
-    engine = make_engine(run, jobs=2)
-    found = engine.first_success(
-        [b"last"], smaller_than=100, label="test", lookahead=lambda: [b"next"]
+    engine = after_a_warm_up(
+        make_engine, [b"next"], {b"next": other_runs_beside, b"other": other_started.set}
     )
-    assert found is None
     assert engine.first_success([b"next", b"other"], smaller_than=100, label="test") is None
     assert engine.stats.tests_run == 3
 
