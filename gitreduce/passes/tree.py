@@ -303,6 +303,14 @@ def _unwrapped_bodies(node: tree_sitter.Node, parsed: Parsed) -> list[Replacemen
     return found
 
 
+def _push(heap: list[_Pending], parsed: Parsed, node: tree_sitter.Node, log_position: int) -> None:
+    """Queue `node` by its size, biggest first, if it holds two tokens or more."""
+    tokens = parsed.tokens_in(node.start_byte, node.end_byte)
+    if tokens >= 2:
+        start, end = node.start_byte, node.end_byte
+        heapq.heappush(heap, _Pending((-tokens, start), start, end, node.type, log_position))
+
+
 def _where(entry: _Pending, log: list[_Change]) -> tuple[int, int]:
     """Where `entry`'s node is after the changes of `log` since it was pushed."""
     start, end = entry.start, entry.end
@@ -339,16 +347,7 @@ class TreeReducer:
     def _push(self, node: tree_sitter.Node) -> None:
         parsed = self.current.parsed
         assert parsed is not None
-        tokens = parsed.tokens_in(node.start_byte, node.end_byte)
-        if tokens >= 2:
-            entry = _Pending(
-                (-tokens, node.start_byte),
-                node.start_byte,
-                node.end_byte,
-                node.type,
-                len(self._log),
-            )
-            heapq.heappush(self._heap, entry)
+        _push(self._heap, parsed, node, len(self._log))
 
     def _where_now(self, entry: _Pending) -> tuple[int, int]:
         return _where(entry, self._log)
@@ -447,7 +446,7 @@ class TreeReducer:
                 first,
                 rendered,
                 units,
-                try_empty=make_units is list_units,
+                try_empty=phase == 0,
                 lookahead=functools.partial(self._ahead, start, end, kind, old_length, phase),
             )
             first = []
@@ -484,15 +483,8 @@ class TreeReducer:
             return
         yield from self._offers(node, phase + 1)
         heap = list(self._heap)
-
-        def push(child: tree_sitter.Node) -> None:
-            tokens = parsed.tokens_in(child.start_byte, child.end_byte)
-            if tokens >= 2:
-                at, until = child.start_byte, child.end_byte
-                heapq.heappush(heap, _Pending((-tokens, at), at, until, child.type, len(log)))
-
         for child in node.named_children:
-            push(child)
+            _push(heap, parsed, child, len(log))
         while heap:
             entry = heapq.heappop(heap)
             following = _locate(parsed.tree.root_node, *_where(entry, log), entry.kind)
@@ -500,7 +492,7 @@ class TreeReducer:
                 continue
             yield from self._offers(following, 0)
             for child in following.named_children:
-                push(child)
+                _push(heap, parsed, child, len(log))
 
     def _offers(self, node: tree_sitter.Node, phase: int) -> Iterator[bytes]:
         """What `_reduce` offers for `node` from `phase` on while nothing is taken."""
