@@ -39,7 +39,7 @@ from gitreduce.pair.state import PairState
 from gitreduce.pair.token_tree import TokenTree, parse_tokens, seed_tree
 from gitreduce.pair.tokens import TokenList, tokenize
 from gitreduce.pair.treediff import Operation, Replacement, TreeDiff, Update, diff_trees
-from gitreduce.passes.schedule import Program, reduce_program, sweep
+from gitreduce.passes.schedule import Program, finish_program, reduce_program, sweep
 
 
 def _remove_seed(state: PairState, indices: list[int]) -> PairState:
@@ -177,14 +177,26 @@ def min_ldiff(current: PairCurrent) -> bool:
 def min_commonality(current: PairCurrent) -> bool:
     """Algorithm 4: syntax-guided reduction of the seed, each candidate's variant patched.
 
-    The whole single-program schedule runs on the seed (see `seed_current`):
-    Perses-style tree sweeps with hoisting and stock phrases, names,
-    parameters, brackets, tokens and token windows; every candidate seed's
-    edits are carried over to the variant, and both are judged.
+    The single-program schedule's rounds and late passes run on the seed (see
+    `SeedCurrent`): Perses-style tree sweeps with hoisting and stock phrases,
+    names, parameters, brackets, tokens, token windows and the passes past
+    1-minimality; every candidate seed's edits are carried over to the
+    variant, and both are judged. Its final passes wait for `finish_commonality`:
+    a whitespace pass here would make every text of the next round new, and
+    the next round's MinCommonality pay again for what this one settled.
     """
     before = measure(current.state)
-    reduce_program(SeedCurrent(current))
+    reduce_program(SeedCurrent(current), final=False)
     return measure(current.state) < before
+
+
+def finish_commonality(current: PairCurrent, *, ended_with_newline: bool) -> bool:
+    """The single-program schedule's final passes (lenient, rename, tidy, newline) on the
+    seed, each candidate's variant patched, once the rounds are done; `ended_with_newline`:
+    whether the original seed did."""
+    before = current.state
+    finish_program(SeedCurrent(current), ended_with_newline=ended_with_newline)
+    return current.state is not before
 
 
 class _Unliftable(Exception):
@@ -376,9 +388,21 @@ in the first round only, the code both programs share is thinned out first, coar
 so the difference passes test small programs (see `pair/coarse.py`)."""
 
 
+def finishing(ended_with_newline: bool) -> Pass[Round]:
+    """MinCommonality's final passes as a pass of their own, labelled as MinCommonality's
+    (`min-commonality/tidy`, ...); `ended_with_newline`: whether the seed did before the
+    rounds (what `newline` puts back)."""
+    return Pass(
+        "min-commonality",
+        lambda round_: finish_commonality(round_.current, ended_with_newline=ended_with_newline),
+        "the single-program schedule's final passes on the seed, once, after the rounds",
+    )
+
+
 def reduce_pair(current: PairCurrent) -> None:
     """Algorithm 1: the passes of `ROUND` in order, repeated until a round with hoisting
-    shrinks nothing."""
+    shrinks nothing; then MinCommonality's final passes, once."""
+    finish = finishing(current.state.seed_text().endswith(b"\n"))
     hoist = False
     while True:
         before = measure(current.state)
@@ -386,8 +410,9 @@ def reduce_pair(current: PairCurrent) -> None:
         for declared in ROUND:
             run_pass(declared, round_, current)
         if hoist and measure(current.state) >= before:
-            return
+            break
         hoist = True
+    run_pass(finish, round_, current)
 
 
-__all__ = ["SEED", "PairCurrent", "measure", "reduce_pair"]
+__all__ = ["SEED", "PairCurrent", "finishing", "measure", "reduce_pair"]

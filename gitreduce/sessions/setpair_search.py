@@ -41,7 +41,7 @@ from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.current import Measure, PairCandidate, PairCurrent, PairJudge
-from gitreduce.pair.ppr import ROUND, Round, reduce_pair
+from gitreduce.pair.ppr import ROUND, Round, finishing, reduce_pair
 from gitreduce.pair.state import PairState
 from gitreduce.pair.tokens import tokenize
 from gitreduce.passes.schedule import reduce_program
@@ -352,10 +352,12 @@ class SetPairSearch:
         )
         for path in self._biggest_first(same):
             current = self._file_pair(path)
+            finish = finishing(current.state.seed_text().endswith(b"\n"))
             round_ = Round(current, hoist=self.round > 0)
             for declared in ROUND:
                 if declared.name in ("coarse-commonality", "min-commonality"):
                     run_pass(declared, round_, current)
+            run_pass(finish, round_, current)
         return self.measure() < before
 
     # -- the last touch -----------------------------------------------------------------

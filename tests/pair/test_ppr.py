@@ -253,6 +253,21 @@ def test_reduce_pair_reaches_the_one_token_change() -> None:
     assert current.state.variant_tokens() <= 20, variant
 
 
+def test_the_final_passes_run_once_when_the_rounds_are_done() -> None:
+    """A whitespace pass at the end of each round's MinCommonality made every text of the
+    next round new, so that round's MinCommonality tested again what the last one settled."""
+    spaced = SEED.replace(b";\n", b";   \n")
+    current = pair_current(spaced, mutated(spaced))
+    reduce_pair(current)
+    assert_properties_kept(current)
+    profile = current.engine.stats.passes
+    assert profile["min-commonality"].runs == 3  # two rounds, then the final passes
+    assert profile["min-commonality/tree"].runs >= 2
+    assert profile["min-commonality/tidy"].runs == 1
+    assert list(profile)[-1] in ("min-commonality/tidy", "min-commonality/newline")
+    assert b" \n" not in current.state.seed_text() + current.state.variant_text()
+
+
 def test_the_side_that_refuses_more_often_is_tested_first() -> None:
     """A seed that must compile refuses most deletions; once that shows, a doomed pair
     costs one test (the seed's), not two."""
