@@ -10,6 +10,13 @@ candidate, so that it is smaller than what it came from and the usual
 occurrence (its declaration, in declare-before-use languages) is deleted and
 every other occurrence renamed, consistently in the whole program.
 
+A variable (a name of the grammar's plain `identifier` kind, never called) has
+one more stand-in after the names: the literal `0`, which every supported
+language spells alike and which needs no declaration of its own. A pointer
+only passed along, a counter only compared, a global only read then go even
+where no other variable would type-check in their place: C-Reduce gets there
+by constant propagation; here it is one more candidate of the same rule.
+
 Kinds come from the grammar: a name may stand in for another only if it occurs
 as a leaf of the same kind (`identifier`, `type_identifier`,
 `field_identifier`...), and a function only for a function of the same arity
@@ -43,6 +50,12 @@ T = TypeVar("T")
 
 # Stand-ins tried per name; the rest would cost a test each for little gain.
 MAX_STAND_INS = 4
+
+# The literal a variable's uses may become, and the one leaf kind it may replace:
+# `identifier` is what C, C++, Rust, JavaScript, Python, Go and Java call a name
+# read as a value (types, fields and labels have kinds of their own).
+LITERAL_STAND_IN = b"0"
+VALUE_KIND = "identifier"
 
 
 @dataclass
@@ -149,10 +162,31 @@ def visible(stand_in: Name, uses: list[tree_sitter.Node]) -> bool:
     return all(scope[0] <= use.start_byte and use.end_byte <= scope[1] for use in uses)
 
 
+def _written(use: tree_sitter.Node) -> bool:
+    """Whether `use` is a place a value is stored (`x = ...`, `x++`): a literal there
+    parses, and only the compiler would refuse it, at the cost of a test."""
+    parent = use.parent
+    if parent is None:
+        return False
+    if "update" in parent.type:
+        return True
+    return "assignment" in parent.type and parent.child_by_field_name("left") == use
+
+
+def takes_literal(name: Name, uses: list[tree_sitter.Node]) -> bool:
+    """Whether every use of `name` is a value the literal stand-in may replace."""
+    return (
+        not name.arities
+        and all(use.type == VALUE_KIND for use in uses)
+        and not any(_written(use) for use in uses)
+    )
+
+
 def _renamings(
     name: Name, names: dict[bytes, Name]
-) -> Iterator[tuple[Name, list[tuple[int, int]], list[tree_sitter.Node]]]:
-    """(stand-in, declaration spans, uses to rename) for `name`, most promising first."""
+) -> Iterator[tuple[bytes, list[tuple[int, int]], list[tree_sitter.Node]]]:
+    """(stand-in, declaration spans, uses to rename) for `name`, most promising first:
+    the names of its kind in scope, then, for a variable, the literal."""
     unit = enclosing_unit(name.first)
     if unit is None:
         return
@@ -170,8 +204,11 @@ def _renamings(
         and visible(other, uses)
     ]
     stand_ins.sort(key=stand_in_order)
+    spans = unit_deletion_spans([unit])
     for other in stand_ins[:MAX_STAND_INS]:
-        yield other, unit_deletion_spans([unit]), uses
+        yield other.text, spans, uses
+    if takes_literal(name, uses):
+        yield LITERAL_STAND_IN, spans, uses
 
 
 def replacement_plan(
@@ -193,7 +230,7 @@ def replacement_plan(
             changes = deletion_edits(text, spans)
             deleted = [(change.start, change.end) for change in changes]
             changes += [
-                edits.Edit(use.start_byte, use.end_byte, stand_in.text)
+                edits.Edit(use.start_byte, use.end_byte, stand_in)
                 for use in uses
                 if not any(a <= use.start_byte < b for a, b in deleted)
             ]

@@ -77,6 +77,26 @@ def test_every_candidate_is_smaller_than_its_source():
         assert all(len(candidate) < len(text) for candidate in found)
 
 
+def test_a_variable_read_as_a_value_may_become_the_literal_zero():
+    found = candidates(C_PROGRAM, "c")
+    assert any(b"int y = 0 + g;" in candidate and b"helper(0)" in candidate for candidate in found)
+    for candidate in found:
+        assert b"helper" in words(candidate) or b"0(" not in candidate  # never a function
+        assert b"0 =" not in candidate and b"0++" not in candidate
+
+
+def test_the_literal_in_each_language_never_where_the_variable_is_written():
+    text = b"int main(void) {\n  int n;\n  n = 3;\n  return n;\n}\n"
+    assert not any(b"return 0" in candidate for candidate in candidates(text, "c"))
+    for language, source in (
+        ("python", b"limit = 10\nprint(limit + limit)\n"),
+        ("rust", b"fn main() { let limit = 10; println!(\"{}\", limit); f(limit); }\n"),
+        ("go", b"package main\nfunc main() {\n\tvar limit int\n\tprintln(limit)\n}\n"),
+        ("javascript", b"let limit = 10;\nconsole.log(limit + 1);\n"),
+    ):
+        assert any(b"limit" not in candidate for candidate in candidates(source, language)), language
+
+
 def test_python_helper_replaced_by_another_function_of_its_arity():
     text = (
         b"def first(a):\n    return a\n\n\ndef second(a):\n    return a * 2\n\n\n"
@@ -115,3 +135,28 @@ def test_end_to_end_with_gcc_the_schedule_keeps_the_failure(tmp_path: Path):
     result = reduce_text(source, "c", division_by_zero)
     assert words(result.text).count(b"return") <= 2
     assert division_by_zero(result.text)
+
+
+@pytest.mark.skipif(GCC is None, reason="no C compiler")
+def test_with_gcc_a_pointer_no_other_name_can_replace_goes_for_the_literal(tmp_path: Path):
+    """`p` is the only pointer in scope, so no name stands in for it; only the literal
+    lets its declaration go, and gcc (warnings as errors) accepts `release(0)`."""
+    source = (
+        b"void release(int *q);\n"
+        b"int main(void) {\n  int *p = 0;\n  int n = 1;\n  release(p);\n  return n;\n}\n"
+    )
+    path = tmp_path / "case.c"
+
+    def releases(text: bytes) -> bool:
+        path.write_bytes(text)
+        run = subprocess.run(
+            [GCC or "gcc", "-c", "-Wall", "-Werror", "-o", "/dev/null", str(path)],
+            capture_output=True,
+        )
+        calls = re.search(rb"main[^}]*release\(", text) is not None
+        return run.returncode == 0 and calls and text.startswith(b"void release(int *q);")
+
+    result = reduce_text(source, "c", releases)
+    assert b"release(0)" in result.text
+    assert b"*p" not in result.text
+    assert releases(result.text)
