@@ -11,6 +11,16 @@ never offers (an expression does not stand where a statement stands).
 Conversions are found by field names (`condition`, `body`), so every grammar
 whose `for` has a condition gets them (C, C++, Java, JavaScript, C#...); the
 syntax check drops a conversion the grammar does not spell that way.
+
+A variable declared without a value becomes a parameter of the one function
+that uses it, when that function has none: `int f() { int a; ... }` and
+`int a; int f() { ... a ... }` both become `int f(int a) { ... }`. The
+declaration's own text is the parameter's once its keyword and `;` go (C,
+C++ and Java `int a`, Rust `a: i32`, Go `a int`, JavaScript `a`), so every
+grammar spells it alike; what is left is one token shorter (two where the
+keyword goes too). Parameter-to-local (`parameters`) is the reverse and
+larger, so the two never undo each other. An uninitialised value either way:
+the compiler, or the test, judges whether that matters.
 """
 
 from __future__ import annotations
@@ -20,9 +30,14 @@ from collections.abc import Iterator
 import tree_sitter
 
 from gitreduce.core import edits
-from gitreduce.core.current import Current
+from gitreduce.core.current import Current, deletion_edits
+from gitreduce.lang.kinds import VARIABLE_DECLARATIONS, is_function
+from gitreduce.passes.identifiers import VALUE_KIND, identifier_names, parameter_list
 
 CONDITIONAL_WORDS = ("if", "while", "for")
+# What a declaration may not hold to become a parameter as it is spelled: a value
+# (`= 1`), a second name (`int a, b;`), a function's own parameters.
+NOT_A_PARAMETER = (b"=", b",", b"(")
 
 
 def _with_conditions(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
@@ -59,9 +74,122 @@ def _forms(statement: tree_sitter.Node, text: bytes) -> list[bytes]:
     return forms
 
 
+def _variable_declaration(node: tree_sitter.Node) -> bool:
+    """A declaration of one variable without a value, spelled so it reads as a parameter
+    once its keyword and `;` go."""
+    kind = node.type
+    if not kind.endswith("declaration"):
+        return False
+    if kind != "declaration" and not any(word in kind for word in VARIABLE_DECLARATIONS):
+        return False
+    spelled = node.text or b""
+    return not any(mark in spelled for mark in NOT_A_PARAMETER)
+
+
+def _as_parameter(declaration: tree_sitter.Node, text: bytes) -> bytes:
+    """The declaration's text without its declaring keyword (`let`, `var`) and its `;`."""
+    start, end = declaration.start_byte, declaration.end_byte
+    first, last = declaration.children[0], declaration.children[-1]
+    if not first.is_named and first.text and first.text.isalpha():
+        start = first.end_byte
+    if last.type == ";":
+        end = last.start_byte
+    return text[start:end].strip()
+
+
+def _declared_name(declaration: tree_sitter.Node) -> bytes | None:
+    """The one value name a declaration spells, or None."""
+    names = [name for name in identifier_names(declaration).values() if VALUE_KIND in name.kinds]
+    return names[0].text if len(names) == 1 else None
+
+
+def _without_parameters(root: tree_sitter.Node) -> list[tuple[tree_sitter.Node, tree_sitter.Node]]:
+    """(function, its parameter list) for each function with a body that takes no
+    parameter (C's `(void)` included), in source order."""
+    found = []
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        pending.extend(reversed(node.named_children))
+        parameters = parameter_list(node) if is_function(node) else None
+        if parameters is not None and _takes_none(parameters):
+            found.append((node, parameters))
+    return found
+
+
+def _takes_none(parameters: tree_sitter.Node) -> bool:
+    elements = [child for child in parameters.named_children if "comment" not in child.type]
+    return not elements or (len(elements) == 1 and elements[0].text == b"void")
+
+
+def _into(parameters: tree_sitter.Node, parameter: bytes) -> edits.Edit:
+    """The edit that makes `parameter` the list's only element."""
+    elements = parameters.named_children
+    if elements:  # C's `void`
+        return edits.Edit(elements[0].start_byte, elements[0].end_byte, parameter)
+    opening = parameters.children[0]
+    return edits.Edit(opening.end_byte, opening.end_byte, parameter)
+
+
+def _statements(body: tree_sitter.Node | None) -> list[tree_sitter.Node]:
+    """A body's statements (inside Go's `statement_list`)."""
+    if body is None:
+        return []
+    inner = body.named_children
+    if len(inner) == 1 and inner[0].type.endswith("statement_list"):
+        return inner[0].named_children
+    return inner
+
+
+def _moves(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, tree_sitter.Node]]:
+    """(declaration, parameter list) pairs: each local of a function that takes no
+    parameter, then each global that only one such function uses."""
+    functions = _without_parameters(root)
+    for function, parameters in functions:
+        for statement in _statements(function.child_by_field_name("body")):
+            if _variable_declaration(statement) and _declared_name(statement) is not None:
+                yield statement, parameters
+    names = identifier_names(root)
+    for declaration in root.named_children:
+        if not _variable_declaration(declaration):
+            continue
+        name = _declared_name(declaration)
+        if name is None:
+            continue
+        uses = [
+            leaf
+            for leaf in names[name].leaves
+            if not declaration.start_byte <= leaf.start_byte < declaration.end_byte
+        ]
+        users = [
+            (function, parameters)
+            for function, parameters in functions
+            if uses
+            and all(function.start_byte <= use.start_byte < function.end_byte for use in uses)
+        ]
+        if users:
+            yield declaration, users[-1][1]  # the innermost, should functions nest
+
+
+def parameter_candidates(current: Current) -> Iterator[bytes]:
+    """Each variable declared without a value moved into the empty parameter list of the
+    one function that uses it."""
+    parsed = current.parsed
+    assert parsed is not None
+    text = parsed.text
+    for declaration, parameters in _moves(parsed.tree.root_node):
+        parameter = _as_parameter(declaration, text)
+        if not parameter:
+            continue
+        removed = deletion_edits(text, [(declaration.start_byte, declaration.end_byte)])
+        candidate = edits.apply(text, [*removed, _into(parameters, parameter)])
+        if len(candidate) < len(text):
+            yield candidate
+
+
 def conversion_candidates(current: Current) -> Iterator[bytes]:
     """Each loop with a condition as a `while` over it, and each conditional statement
-    as its condition alone; outermost first."""
+    as its condition alone, outermost first; then each declaration as a parameter."""
     parsed = current.parsed
     assert parsed is not None
     text = parsed.text
@@ -71,6 +199,7 @@ def conversion_candidates(current: Current) -> Iterator[bytes]:
             candidate = edits.apply(text, [edit])
             if len(candidate) < len(text):
                 yield candidate
+    yield from parameter_candidates(current)
 
 
 def convert_structures(current: Current) -> bool:

@@ -125,14 +125,17 @@ def scope_of(leaf: tree_sitter.Node) -> tuple[int, int] | None:
     return None
 
 
-def _inner_parts(function: tree_sitter.Node) -> list[tree_sitter.Node]:
-    """A function's body and parameter list (inside its declarator, in C and C++)."""
+def parameter_list(function: tree_sitter.Node) -> tree_sitter.Node | None:
+    """A function's parameter list (inside its declarator, in C and C++)."""
     declarator = function.child_by_field_name("declarator")
-    parts = [
-        function.child_by_field_name("body"),
-        function.child_by_field_name("parameters"),
-        declarator.child_by_field_name("parameters") if declarator is not None else None,
-    ]
+    return function.child_by_field_name("parameters") or (
+        declarator.child_by_field_name("parameters") if declarator is not None else None
+    )
+
+
+def _inner_parts(function: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """A function's body and parameter list."""
+    parts = [function.child_by_field_name("body"), parameter_list(function)]
     return [part for part in parts if part is not None]
 
 

@@ -193,7 +193,8 @@ LATE: tuple[Pass[Program], ...] = (
     Pass(
         "identifiers",
         lambda program: replace_identifiers(program.current),
-        "a name's uses renamed to another name of its kind in scope, its declaration deleted",
+        "a name's uses renamed to another name of its kind in scope (a variable's also to 0), "
+        "its declaration deleted",
         applies=lambda program: small_enough(program.current),
     ),
     Pass(
@@ -205,7 +206,8 @@ LATE: tuple[Pass[Program], ...] = (
     Pass(
         "conversions",
         lambda program: convert_structures(program.current),
-        "a `for` with a condition to a `while`; an `if` or loop to its condition alone",
+        "a `for` with a condition to a `while`; an `if` or loop to its condition alone; "
+        "a variable without a value to the parameter of the one function using it",
         applies=_parsed,
     ),
     Pass(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
-from support import current_for, parses_cleanly
+from support import current_for, parses_cleanly, reduce_text
 
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
 
@@ -62,3 +66,63 @@ def test_the_pass_takes_what_the_test_accepts():
         assert current.text == b"int f(int a) {\n  while (a < 3) a++;\n  return a;\n}\n"
     finally:
         current.engine.close()
+
+
+@pytest.mark.parametrize(
+    ("language", "text", "expected"),
+    [
+        ("c", b"int tally() {\n  int count;\n  count = count++;\n}\n", b"int tally(int count) {"),
+        ("c", b"int g;\nint f(void)\n{\n  g = g--;\n}\n", b"int f(int g)\n{\n  g = g--;\n}\n"),
+        ("cpp", b"int g() { int *b; if (b) b = 0; }\n", b"int g(int *b) {"),
+        ("java", b"class A { int f() { int a; return a; } }\n", b"int f(int a) {"),
+        ("rust", b"fn f() -> i32 { let mut a: i32; a = 1; a }\n", b"fn f(mut a: i32) -> i32 {"),
+        ("go", b"package main\nfunc f() int {\n\tvar a int\n\treturn a\n}\n", b"f(a int) int {"),
+        ("javascript", b"function f() { let a; return a; }\n", b"function f(a) {"),
+    ],
+)
+def test_a_declaration_without_a_value_becomes_the_parameter(
+    language: str, text: bytes, expected: bytes
+):
+    found = [c for c in candidates(text, language) if expected in c]
+    assert len(found) == 1
+    assert parses_cleanly(language, found[0])
+    assert len(found[0]) < len(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"int f(int a) { int b; return a + b; }\n",  # f takes a parameter already
+        b"int f() { int b = 1; return b; }\n",  # a value
+        b"int f() { int a, b; return a + b; }\n",  # two names
+        b"int g;\nint f() { return g; }\nint k() { return g; }\n",  # two functions use it
+        b"int g;\nint f() { return 0; }\n",  # no function uses it
+    ],
+)
+def test_no_parameter_where_the_declaration_would_not_read_as_one(text: bytes):
+    assert not any(b"int f(int" in c for c in candidates(text, "c"))
+
+
+GCC = shutil.which("gcc")
+
+
+@pytest.mark.skipif(GCC is None, reason="no C compiler")  # the machine's image ships gcc
+def test_with_gcc_the_schedule_moves_a_global_into_the_function(tmp_path: Path):
+    """gcc's -Wsequence-point warning needs `g` and the statement; the global's own
+    declaration can go only as the function's parameter."""
+    path = tmp_path / "case.c"
+
+    def warns(text: bytes) -> bool:
+        path.write_bytes(text)
+        run = subprocess.run(
+            [GCC or "gcc", "-fsyntax-only", "-Wsequence-point", "-Werror=implicit-int",
+             "-Werror=implicit-function-declaration", "-x", "c", str(path)],
+            capture_output=True,
+        )  # fmt: skip
+        return run.returncode == 0 and b"may be undefined" in run.stderr
+
+    source = b"int unused;\nint g;\nint f(void)\n{\n  int k = 2;\n  g = g-- + k;\n}\n"
+    result = reduce_text(source, "c", warns)
+    assert warns(result.text)
+    assert b"(int g)" in result.text
+    assert not result.text.startswith(b"int g;")
