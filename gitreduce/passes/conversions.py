@@ -13,7 +13,8 @@ whose `for` has a condition gets them (C, C++, Java, JavaScript, C#...); the
 syntax check drops a conversion the grammar does not spell that way.
 
 A variable declared without a value becomes a parameter of the one function
-that uses it, when that function has none: `int f() { int a; ... }` and
+that uses it, when that function has none: `int f() { int a; ... }` (the
+declaration in any block of the body) and
 `int a; int f() { ... a ... }` both become `int f(int a) { ... }`. The
 declaration's own text is the parameter's once its keyword and `;` go (C,
 C++ and Java `int a`, Rust `a: i32`, Go `a int`, JavaScript `a`), so every
@@ -31,7 +32,7 @@ import tree_sitter
 
 from gitreduce.core import edits
 from gitreduce.core.current import Current, deletion_edits
-from gitreduce.lang.kinds import VARIABLE_DECLARATIONS, is_function
+from gitreduce.lang.kinds import BLOCK_LIKE, VARIABLE_DECLARATIONS, is_function
 from gitreduce.passes.identifiers import VALUE_KIND, identifier_names, parameter_list
 
 CONDITIONAL_WORDS = ("if", "while", "for")
@@ -131,14 +132,25 @@ def _into(parameters: tree_sitter.Node, parameter: bytes) -> edits.Edit:
     return edits.Edit(opening.end_byte, opening.end_byte, parameter)
 
 
-def _statements(body: tree_sitter.Node | None) -> list[tree_sitter.Node]:
-    """A body's statements (inside Go's `statement_list`)."""
-    if body is None:
-        return []
-    inner = body.named_children
-    if len(inner) == 1 and inner[0].type.endswith("statement_list"):
-        return inner[0].named_children
-    return inner
+def _locals(body: tree_sitter.Node | None) -> Iterator[tree_sitter.Node]:
+    """The declarations a function's body holds in its blocks, nested ones too (the
+    parameter then reaches further than the block did), outside inner functions."""
+    pending = [body] if body is not None else []
+    while pending:
+        node = pending.pop()
+        for child in reversed(node.named_children):
+            if is_function(child):
+                continue
+            if child.parent is not None and _in_block(child) and _variable_declaration(child):
+                yield child
+            else:
+                pending.append(child)
+
+
+def _in_block(node: tree_sitter.Node) -> bool:
+    """Whether `node` is a statement of a block (Go's `statement_list` included)."""
+    parent = node.parent
+    return parent is not None and parent.type.endswith((*BLOCK_LIKE, "statement_list"))
 
 
 def _moves(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, tree_sitter.Node]]:
@@ -146,9 +158,9 @@ def _moves(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, tree_sitt
     parameter, then each global that only one such function uses."""
     functions = _without_parameters(root)
     for function, parameters in functions:
-        for statement in _statements(function.child_by_field_name("body")):
-            if _variable_declaration(statement) and _declared_name(statement) is not None:
-                yield statement, parameters
+        for declaration in _locals(function.child_by_field_name("body")):
+            if _declared_name(declaration) is not None:
+                yield declaration, parameters
     names = identifier_names(root)
     for declaration in root.named_children:
         if not _variable_declaration(declaration):

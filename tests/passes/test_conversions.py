@@ -74,6 +74,7 @@ def test_the_pass_takes_what_the_test_accepts():
         ("c", b"int tally() {\n  int count;\n  count = count++;\n}\n", b"int tally(int count) {"),
         ("c", b"int g;\nint f(void)\n{\n  g = g--;\n}\n", b"int f(int g)\n{\n  g = g--;\n}\n"),
         ("cpp", b"int g() { int *b; if (b) b = 0; }\n", b"int g(int *b) {"),
+        ("c", b"int g() {\n  for (;;) {\n    int b;\n    b = 1;\n  }\n}\n", b"int g(int b) {"),
         ("java", b"class A { int f() { int a; return a; } }\n", b"int f(int a) {"),
         ("rust", b"fn f() -> i32 { let mut a: i32; a = 1; a }\n", b"fn f(mut a: i32) -> i32 {"),
         ("go", b"package main\nfunc f() int {\n\tvar a int\n\treturn a\n}\n", b"f(a int) int {"),
@@ -97,6 +98,7 @@ def test_a_declaration_without_a_value_becomes_the_parameter(
         b"int f() { int a, b; return a + b; }\n",  # two names
         b"int g;\nint f() { return g; }\nint k() { return g; }\n",  # two functions use it
         b"int g;\nint f() { return 0; }\n",  # no function uses it
+        b"int f() { int k(void) { int b; return b; } return 0; }\n",  # an inner function's
     ],
 )
 def test_no_parameter_where_the_declaration_would_not_read_as_one(text: bytes):
