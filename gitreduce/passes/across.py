@@ -41,6 +41,7 @@ from gitreduce.core.pass_runner import Pass
 from gitreduce.lang.kinds import is_identifier
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 from gitreduce.passes.identifiers import (
+    LITERAL_STAND_IN,
     MAX_STAND_INS,
     Name,
     identifier_names,
@@ -48,6 +49,7 @@ from gitreduce.passes.identifiers import (
     scope_of,
     stand_in_order,
     take_replacements,
+    takes_literal,
     visible,
 )
 from gitreduce.passes.names import enclosing_unit, outermost_spans, unit_deletion_spans
@@ -205,10 +207,14 @@ def replacement_plan(
             )
         ]
         stand_ins.sort(key=stand_in_order)
-        for stand_in in stand_ins[:MAX_STAND_INS]:
+        spellings = [stand_in.text for stand_in in stand_ins[:MAX_STAND_INS]]
+        uses = [use for change in changes.values() for use in change.uses]
+        if takes_literal(merged[text], uses):
+            spellings.append(LITERAL_STAND_IN)
+        for spelling in spellings:
             candidate = dict(program.files)
             for path, change in changes.items():
-                candidate[path] = _renamed(program.files[path], change, stand_in.text)
+                candidate[path] = _renamed(program.files[path], change, spelling)
             if sum(map(len, candidate.values())) < size:
                 plan.append((text, candidate))
     return plan

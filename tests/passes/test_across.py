@@ -82,6 +82,15 @@ def test_stand_ins_are_of_the_same_kind_and_in_scope_in_each_file():
             assert re.search(rb"int local = (hello|world|main|puts);", candidate["b.c"]) is None
 
 
+def test_a_variable_declared_in_one_file_and_read_in_another_may_become_zero_everywhere():
+    literal = [c for name, c in plan(SET) if name == b"shared" and b"int local = 0;" in c["b.c"]]
+    assert len(literal) == 1
+    candidate = literal[0]
+    assert b"shared" not in words(b"".join(candidate[path] for path in ("util.h", "a.c", "b.c")))
+    for path in ("util.h", "a.c", "b.c"):
+        assert parses_cleanly("c", candidate[path])
+
+
 def test_a_name_no_file_declares_is_left_alone():
     names = {name for name, _ in plan(SET)}
     assert b"puts" not in names and b"main" not in names
