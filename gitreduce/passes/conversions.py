@@ -119,6 +119,9 @@ def _without_parameters(root: tree_sitter.Node) -> list[tuple[tree_sitter.Node, 
 
 
 def _takes_none(parameters: tree_sitter.Node) -> bool:
+    """An empty list that opens with its own bracket (`()`, not Rust's `||`), or `(void)`."""
+    if not parameters.children or parameters.children[0].type != "(":
+        return False
     elements = [child for child in parameters.named_children if "comment" not in child.type]
     return not elements or (len(elements) == 1 and elements[0].text == b"void")
 
