@@ -132,10 +132,78 @@ def markdown(
         "ratios are only computed when both final files reproduce.",
         "",
     ]
+    lines += pass_profile_lines(
+        pass_profiles([(r.case, r.extra.get("stats")) for r in results if r.tool == "gitreduce"])
+    )
     notes = [f"- {n}" for n in meta.get("notes", [])]
     if notes:
         lines += ["Notes:", "", *notes, ""]
     return "\n".join(lines)
+
+
+PROFILE_FIGURES = ("runs", "tests", "cache_hits", "syntax_rejected", "successes")
+
+
+def pass_profiles(rows: list[tuple[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(run, its per-pass profile) for each run whose stats (`--json`) carry one."""
+    found = []
+    for run, stats in rows:
+        passes = stats.get("passes") if isinstance(stats, dict) else None
+        if isinstance(passes, list) and passes:
+            found.append((run, [p for p in passes if isinstance(p, dict) and "pass" in p]))
+    return found
+
+
+def pass_profile_lines(profiles: list[tuple[str, list[dict[str, Any]]]]) -> list[str]:
+    """What each pass cost and gained, summed over the runs, then run by run: the
+    `--stats` table of every git-reduce run in the report. Nested labels
+    (`min-commonality/tree`) count their seconds in their outer pass's too, so
+    the seconds column is not a sum."""
+    if not profiles:
+        return []
+    totals: dict[str, dict[str, float]] = {}
+    for _, passes in profiles:
+        for entry in passes:
+            total = totals.setdefault(str(entry["pass"]), {"in": 0.0})
+            total["in"] += 1
+            for key in (*PROFILE_FIGURES, "tokens_removed", "seconds"):
+                value = entry.get(key)
+                if isinstance(value, int | float):
+                    total[key] = total.get(key, 0.0) + value
+    all_tests = sum(t.get("tests", 0.0) for t in totals.values()) or 1.0
+    head = "| pass | runs in | tests | share of tests | cached | syntax-rejected | successes "
+    head += "| tokens removed | s |"
+    lines = [
+        "## Per-pass profile (git-reduce)",
+        "",
+        f"Summed over the {len(profiles)} git-reduce runs above (each run's own table below; "
+        "`tokens removed` counts what the best text lost while the pass ran; a nested "
+        "label's seconds are part of its outer pass's).",
+        "",
+        head,
+        "|---|" + "---:|" * 8,
+    ]
+    for label, total in sorted(totals.items(), key=lambda item: -item[1].get("tests", 0.0)):
+        lines.append(
+            f"| {label} | {int(total['in'])} | {int(total.get('tests', 0))} | "
+            f"{100.0 * total.get('tests', 0.0) / all_tests:.1f} % | "
+            f"{int(total.get('cache_hits', 0))} | {int(total.get('syntax_rejected', 0))} | "
+            f"{int(total.get('successes', 0))} | {int(total.get('tokens_removed', 0))} | "
+            f"{total.get('seconds', 0.0):.1f} |"
+        )
+    lines += ["", "<details><summary>run by run</summary>", ""]
+    lines += [
+        "| run | pass | runs | tests | cached | syntax-rejected | successes | tokens removed | s |",
+        "|---|---|" + "---:|" * 7,
+    ]
+    for run, passes in profiles:
+        for entry in passes:
+            figures = [fmt(entry.get(key)) for key in (*PROFILE_FIGURES, "tokens_removed")]
+            lines.append(
+                f"| {run} | {entry['pass']} | " + " | ".join(figures) + " | "
+                f"{fmt(entry.get('seconds'))} |"
+            )
+    return [*lines, "", "</details>", ""]
 
 
 def write_report(args: argparse.Namespace, results: list[Result], meta: dict[str, Any]) -> None:
@@ -374,6 +442,9 @@ def pair_markdown(
         + ratio_part,
         "",
     ]
+    lines += pass_profile_lines(
+        pass_profiles([(f"{r.case} {r.algorithm}", r.stats) for r in results])
+    )
     notes = [f"- {n}" for n in meta.get("notes", [])]
     if notes:
         lines += ["Notes:", "", *notes, ""]

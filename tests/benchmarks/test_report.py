@@ -14,6 +14,8 @@ from bench.report import (
     compute_ratios,
     fmt,
     markdown,
+    pass_profile_lines,
+    pass_profiles,
     summarize,
     write_report,
 )
@@ -71,6 +73,38 @@ def test_markdown_table_of_a_small_run():
         "- a note",
         "",
     ]
+
+
+def profile(label: str, tests: int, removed: int, seconds: float) -> dict[str, Any]:
+    return {
+        "pass": label,
+        "runs": 1,
+        "tests": tests,
+        "cache_hits": 0,
+        "syntax_rejected": 2,
+        "successes": 1,
+        "tokens_removed": removed,
+        "seconds": seconds,
+    }
+
+
+def test_the_per_pass_profile_sums_the_runs_and_lists_each():
+    one = {"passes": [profile("tree", 30, 90, 1.5), profile("tidy", 10, 0, 0.25)]}
+    two = {"passes": [profile("tree", 60, 5, 2.0)]}
+    profiles = pass_profiles([("a", one), ("b", two), ("c", {}), ("d", None)])
+    assert [run for run, _ in profiles] == ["a", "b"]
+    lines = pass_profile_lines(profiles)
+    assert "| tree | 2 | 90 | 90.0 % | 0 | 4 | 2 | 95 | 3.5 |" in lines
+    assert "| tidy | 1 | 10 | 10.0 % | 0 | 2 | 1 | 0 | 0.2 |" in lines
+    assert "| b | tree | 1 | 60 | 0 | 2 | 1 | 5 | 2.0 |" in lines
+    assert pass_profile_lines([]) == []
+
+
+def test_a_single_program_report_shows_git_reduces_per_pass_profile():
+    rs = results(extra={"stats": {"passes": [profile("tree", 40, 90, 1.0)]}})
+    md = markdown(rs, compute_ratios(rs), summarize(compute_ratios(rs)), META)
+    assert "## Per-pass profile (git-reduce)" in md
+    assert "| toy | tree | 1 | 40 | 0 | 2 | 1 | 90 | 1.0 |" in md
 
 
 def test_write_report_writes_the_json_it_rendered(tmp_path, capsys):
