@@ -38,10 +38,16 @@ class Rendered(bytes):
     # What was written where, in `base`'s offsets: `edits` as rendered, with the space a
     # deletion left between two words. The syntax check re-parses `base`'s tree there.
     splices: tuple[tuple[int, int, bytes], ...]
+    # (name, new spelling) for each name the edits rename at every occurrence, so that a
+    # second program carrying them renames its own occurrences too (`pair/seed_view.py`).
+    renames: tuple[tuple[bytes, bytes], ...] = ()
 
 
-def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
-    """Render `edits` (non-overlapping; any order) onto `text`.
+def apply(
+    text: bytes, edits: Iterable[Edit], renames: tuple[tuple[bytes, bytes], ...] = ()
+) -> Rendered:
+    """Render `edits` (non-overlapping; any order) onto `text`; `renames`: the names
+    they respell everywhere (see `Rendered`).
 
     A deletion that would glue two words together (`int x` losing nothing but
     what stood between `int` and `x` without space) leaves one space instead, so a
@@ -80,6 +86,7 @@ def apply(text: bytes, edits: Iterable[Edit]) -> Rendered:
     rendered.base = text
     rendered.edits = tuple(ordered)
     rendered.splices = tuple(splices)
+    rendered.renames = renames
     return rendered
 
 

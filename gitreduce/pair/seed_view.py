@@ -13,6 +13,10 @@ edits over to the variant through the token alignment of the two: bytes of
 common tokens change on both sides, seed-only tokens on the seed alone, and
 variant-only tokens stay where they were anchored. An edit that would put new
 text over a changed region has no sound counterpart and is refused untested.
+A candidate that respells a name everywhere (identifier replacement, `rename`)
+says so (`Rendered.renames`), and the variant's own occurrences of the name,
+in what only the variant has, are respelled with it: the difference of a
+fuzzer's pair mostly mentions names the seed has too.
 """
 
 from __future__ import annotations
@@ -65,11 +69,17 @@ class VariantPatch:
         trivia = variant.starts[partner] - variant.leads[partner]
         return variant.leads[partner] + min(position - seed.leads[token], trivia)
 
-    def carry(self, changes: Iterable[edits.Edit]) -> tuple[list[edits.Edit], bool] | None:
+    def carry(
+        self, changes: Iterable[edits.Edit], renames: tuple[tuple[bytes, bytes], ...] = ()
+    ) -> tuple[list[edits.Edit], bool] | None:
         """The variant's edits for the seed's, and whether the difference may have changed.
 
         None when an edit has no sound counterpart: new text over a seed-only
-        token, or over a place where the variant inserted tokens.
+        token, or over a place where the variant inserted tokens. `renames`:
+        names the seed's edits respell everywhere; the variant's own
+        occurrences of them (tokens only the variant has) are respelled too,
+        so a name replaced in both programs is replaced in the difference as
+        well, where carrying edits alone would leave it dangling.
         """
         carried: list[edits.Edit] = []
         near_change = False
@@ -83,7 +93,28 @@ class VariantPatch:
                     return None
                 else:
                     carried.append(edits.Edit(*pieces[0], part.replacement))
-        return carried, near_change
+        respelled = self._respelled(renames, carried)
+        return carried + respelled, near_change or bool(respelled)
+
+    def _respelled(
+        self, renames: tuple[tuple[bytes, bytes], ...], carried: list[edits.Edit]
+    ) -> list[edits.Edit]:
+        """Edits respelling each variant-only token a rename names, outside `carried`."""
+        if not renames:
+            return []
+        spelling = dict(renames)
+        variant = self.alignment.variant
+        taken = sorted((edit.start, edit.end) for edit in carried)
+        respelled = []
+        for hunk in self.alignment.hunks:
+            for token in range(hunk.variant_start, hunk.variant_end):
+                new = spelling.get(variant.token(token))
+                start, end = variant.starts[token], variant.ends[token]
+                at = bisect_right(taken, (start, end))
+                inside = any(a < end and start < b for a, b in taken[max(0, at - 1) : at + 1])
+                if new is not None and not inside:
+                    respelled.append(edits.Edit(start, end, new))
+        return respelled
 
     def _as_deletions(self, change: edits.Edit) -> list[edits.Edit]:
         """A replacement by text found inside the replaced range (hoisting a descendant) as
@@ -171,7 +202,7 @@ class SeedCurrent(SideCurrent):
         patch = self._patches.get(candidate.base)
         if patch is None:
             return PairCandidate(candidate, b"", None)
-        carried = patch.carry(candidate.edits)
+        carried = patch.carry(candidate.edits, candidate.renames)
         if carried is None:
             return PairCandidate(candidate, b"", None)
         variant_edits, near_change = carried

@@ -237,7 +237,7 @@ def replacement_plan(
                 for use in uses
                 if not any(a <= use.start_byte < b for a, b in deleted)
             ]
-            candidate = edits.apply(text, changes)
+            candidate = edits.apply(text, changes, renames=((name.text, stand_in),))
             if len(candidate) < len(text):
                 plan.append((name.text, candidate))
     return plan

@@ -92,6 +92,13 @@ def _plan(current: Current, refused: set[bytes]) -> list[tuple[bytes, list[edits
     return plan
 
 
+def _renames(key: bytes, changes: list[edits.Edit]) -> tuple[tuple[bytes, bytes], ...]:
+    """The name a plan entry respells everywhere (none for a string literal emptied)."""
+    if key.startswith(b"\0") or not changes:
+        return ()
+    return ((key, changes[0].replacement),)
+
+
 def rename(current: Current) -> bool:
     """Take the first interesting renaming, plan again, until none is; True if any.
 
@@ -103,7 +110,9 @@ def rename(current: Current) -> bool:
     while current.parsed is not None:
         plan = _plan(current, refused)
         text = current.text
-        found = current.try_candidates(edits.apply(text, changes) for _, changes in plan)
+        found = current.try_candidates(
+            edits.apply(text, changes, renames=_renames(key, changes)) for key, changes in plan
+        )
         if found is None:
             return progress
         refused.update(key for key, _ in plan[:found])

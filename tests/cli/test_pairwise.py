@@ -276,6 +276,31 @@ def test_dd_empty_refuses_a_test_that_does_not_pass_the_empty_file(tmp_path):
 # --- known answers from the PPR paper -----------------------------------------------------
 
 
+def test_a_name_the_difference_mentions_is_renamed_in_both_programs(tmp_path):
+    """The difference is the bug's statement, so it spells the global's name; `--rename`
+    (and identifier replacement) must respell it there too, or the variant is left
+    with a name the seed's edits deleted and gcc refuses it."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (cwd / "seed.c").write_bytes(b"int wide_counter;\nint step(void) { return wide_counter; }\n")
+    (cwd / "variant.c").write_bytes(
+        b"int wide_counter;\n"
+        b"int step(void) { wide_counter = wide_counter--; return wide_counter; }\n"
+    )
+    test = FIXTURES / "sequence-point" / "test.sh"
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--test", test, "--rename", "--json",
+        "--output", "out", cwd=cwd,
+    )  # fmt: skip
+    summary = succeeded(process)
+    seed, variant = (
+        Path(cwd, summary[key]).read_bytes() for key in ("seed_output", "variant_output")
+    )
+    assert b"wide_counter" not in seed + variant
+    assert status(test, cwd / summary["seed_output"]) == 0
+    assert status(test, cwd / summary["variant_output"]) == 1
+
+
 def test_figure1_llvm_21467_the_change_is_exactly_the_highlighted_one(tmp_path):
     """The paper highlights 11 inserted tokens: `b = g;` in the then-branch, the seed's
     statement wrapped in `else { ... }`, `b = g;` after the if (Figure 1c). Once the

@@ -123,6 +123,27 @@ def test_hoisting_a_descendant_that_holds_a_change_keeps_the_variant_version() -
     )
 
 
+def test_a_rename_respells_the_names_only_the_variant_has() -> None:
+    seed = b"int total;\nint count;\nint f(void) { return count; }\n"
+    variant = b"int total;\nint count;\nint f(void) { count = count--; return count; }\n"
+    declaration = seed.index(b"int count;\n")
+    use = seed.index(b"count; }")
+    changes = [
+        edits.Edit(declaration, declaration + len(b"int count;\n")),
+        edits.Edit(use, use + len(b"count"), b"total"),
+    ]
+    renamed = patch_of(seed, variant).carry(changes, ((b"count", b"total"),))
+    assert renamed is not None
+    variant_edits, near_change = renamed
+    assert near_change  # the difference was respelled: measure it afresh
+    assert bytes(edits.apply(variant, variant_edits)) == (
+        b"int total;\nint f(void) { total = total--; return total; }\n"
+    )
+    # without the rename, the variant's own occurrences keep the deleted name
+    plain = carried(seed, variant, changes) or b""
+    assert b"count = count--" in plain and b"int count" not in plain
+
+
 def test_an_insertion_where_the_variant_inserted_tokens_is_refused() -> None:
     seed, variant = b"int f(void) { a = 1; }\n", b"int f(void) { a = 1; b = 2; }\n"
     at = seed.index(b" }")  # between `;` and `}`, where the variant has `b = 2;`
