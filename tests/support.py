@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -27,6 +28,8 @@ from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import reduce_program
 
 Predicate = Callable[[bytes], bool]
+# The machine's C compiler, the real test of the passes' end-to-end checks.
+GCC = shutil.which("gcc-12") or shutil.which("gcc")
 # The schedule but its one pass that tests candidates the syntax check rejects: for
 # properties of the check (every tested candidate parses).
 GATED_ONLY = ("lenient",)
@@ -285,3 +288,10 @@ def eventually(condition: Callable[[], object], within: float = 5.0) -> bool:
             return False
         time.sleep(0.02)
     return True
+
+
+def gcc(path: Path, text: bytes, *flags: str) -> subprocess.CompletedProcess[bytes]:
+    """`text` written to `path` and compiled by gcc with `flags`: a real compiler as the
+    test of an in-process reduction."""
+    path.write_bytes(text)
+    return subprocess.run([GCC or "gcc", *flags, str(path)], capture_output=True)

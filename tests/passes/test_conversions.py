@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support import current_for, parses_cleanly, reduce_text
+from support import GCC, current_for, gcc, parses_cleanly, reduce_text
 
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
 
@@ -105,9 +103,6 @@ def test_no_parameter_where_the_declaration_would_not_read_as_one(text: bytes):
     assert not any(b"int f(int" in c for c in candidates(text, "c"))
 
 
-GCC = shutil.which("gcc")
-
-
 @pytest.mark.skipif(GCC is None, reason="no C compiler")  # the machine's image ships gcc
 def test_with_gcc_the_schedule_moves_a_global_into_the_function(tmp_path: Path):
     """gcc's -Wsequence-point warning needs `g` and the statement; the global's own
@@ -115,11 +110,9 @@ def test_with_gcc_the_schedule_moves_a_global_into_the_function(tmp_path: Path):
     path = tmp_path / "case.c"
 
     def warns(text: bytes) -> bool:
-        path.write_bytes(text)
-        run = subprocess.run(
-            [GCC or "gcc", "-fsyntax-only", "-Wsequence-point", "-Werror=implicit-int",
-             "-Werror=implicit-function-declaration", "-x", "c", str(path)],
-            capture_output=True,
+        run = gcc(
+            path, text, "-fsyntax-only", "-Wsequence-point", "-Werror=implicit-int",
+            "-Werror=implicit-function-declaration", "-x", "c",
         )  # fmt: skip
         return run.returncode == 0 and b"may be undefined" in run.stderr
 

@@ -4,12 +4,10 @@ name of its kind in scope, in one smaller candidate."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support import current_for, parses_cleanly, reduce_text
+from support import GCC, current_for, gcc, parses_cleanly, reduce_text
 
 from gitreduce.passes.identifiers import replace_identifiers, replacement_plan
 
@@ -111,9 +109,6 @@ def test_python_helper_replaced_by_another_function_of_its_arity():
         current.engine.close()
 
 
-GCC = shutil.which("gcc-12") or shutil.which("gcc")
-
-
 @pytest.mark.skipif(GCC is None, reason="no C compiler")  # the machine's image ships gcc
 def test_end_to_end_with_gcc_the_schedule_keeps_the_failure(tmp_path: Path):
     """The compiler judges every candidate, renamed ones included: the result of the
@@ -126,11 +121,7 @@ def test_end_to_end_with_gcc_the_schedule_keeps_the_failure(tmp_path: Path):
     path = tmp_path / "case.c"
 
     def division_by_zero(text: bytes) -> bool:
-        path.write_bytes(text)
-        run = subprocess.run(
-            [GCC or "gcc", "-c", "-Werror=div-by-zero", "-o", "/dev/null", str(path)],
-            capture_output=True,
-        )
+        run = gcc(path, text, "-c", "-Werror=div-by-zero", "-o", "/dev/null")
         return run.returncode != 0 and b"division by zero" in run.stderr
 
     result = reduce_text(source, "c", division_by_zero)
@@ -149,11 +140,7 @@ def test_with_gcc_a_pointer_no_other_name_can_replace_goes_for_the_literal(tmp_p
     path = tmp_path / "case.c"
 
     def releases(text: bytes) -> bool:
-        path.write_bytes(text)
-        run = subprocess.run(
-            [GCC or "gcc", "-c", "-Wall", "-Werror", "-o", "/dev/null", str(path)],
-            capture_output=True,
-        )
+        run = gcc(path, text, "-c", "-Wall", "-Werror", "-o", "/dev/null")
         calls = re.search(rb"main[^}]*release\(", text) is not None
         return run.returncode == 0 and calls and text.startswith(b"void release(int *q);")
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support import current_for, parses_cleanly
+from support import GCC, current_for, gcc, parses_cleanly
 
 from gitreduce.passes.lenient import delete_tokens_ungated
 
@@ -37,9 +35,6 @@ def test_nothing_is_taken_when_the_test_refuses_every_deletion():
         current.engine.close()
 
 
-GCC = shutil.which("gcc-12") or shutil.which("gcc")
-
-
 @pytest.mark.skipif(GCC is None, reason="no C compiler")  # the machine's image ships gcc
 def test_gcc_takes_an_implicit_int_the_grammar_rejects(tmp_path: Path):
     """gnu89 C: `g;` and `f()` without `int`. The test: it compiles and still divides
@@ -48,11 +43,7 @@ def test_gcc_takes_an_implicit_int_the_grammar_rejects(tmp_path: Path):
     path = tmp_path / "case.c"
 
     def interesting(text: bytes) -> bool:
-        path.write_bytes(text)
-        run = subprocess.run(
-            [GCC or "gcc", "-std=gnu89", "-c", "-Werror=div-by-zero", "-o", "/dev/null", str(path)],
-            capture_output=True,
-        )
+        run = gcc(path, text, "-std=gnu89", "-c", "-Werror=div-by-zero", "-o", "/dev/null")
         return b"division by zero" in run.stderr
 
     current = current_for(source, "c", interesting)
