@@ -83,6 +83,8 @@ def _variable_declaration(node: tree_sitter.Node) -> bool:
         return False
     if kind != "declaration" and not any(word in kind for word in VARIABLE_DECLARATIONS):
         return False
+    if any("storage_class" in child.type for child in node.children):
+        return False  # `static`, `extern`: no parameter may say that
     spelled = node.text or b""
     return not any(mark in spelled for mark in NOT_A_PARAMETER)
 

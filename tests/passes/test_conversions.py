@@ -96,6 +96,7 @@ def test_a_declaration_without_a_value_becomes_the_parameter(
         b"int f() { int a, b; return a + b; }\n",  # two names
         b"int g;\nint f() { return g; }\nint k() { return g; }\n",  # two functions use it
         b"int g;\nint f() { return 0; }\n",  # no function uses it
+        b"int f() { static int b; return b; }\n",  # a storage class
         b"int f() { int k(void) { int b; return b; } return 0; }\n",  # an inner function's
     ],
 )
