@@ -444,6 +444,37 @@ class Engine:
         future.add_done_callback(self._job_done)
         return Job(future, ticket)
 
+    def test_beside(self, text: bytes, accepts: Accepts) -> Job | None:
+        """Start the test of `text` in a job nobody is using, or None when every job is busy.
+
+        A judgement that needs two tests (a pair's seed and variant) asks them
+        one after the other, so that a candidate the first refuses costs one
+        test. While a job idles (a batch's last judgements, a lone check), the
+        second may as well run beside the first: when both pass, the judgement
+        takes one test's time instead of two. The run only fills the cache;
+        the judgement still asks `outcome`, which waits on the run in flight.
+        The caller abandons the job once its answer is not wanted (the first
+        test refused, the judgement itself was given up): the oracle kills its
+        test, as it does any speculation's.
+        """
+        if self.jobs < 2:
+            return None
+        label = self._label()
+        ticket = tickets.Ticket()
+
+        def labelled() -> bool:
+            self._context.label = label
+            with tickets.holding(ticket):
+                return accepts(self.outcome(text, accepts))
+
+        with self._lock:
+            if len(self._jobs_in_flight) - self._waiting >= self.jobs:
+                return None
+            future = self._executor.submit(labelled)
+            self._jobs_in_flight.add(future)
+        future.add_done_callback(self._job_done)
+        return Job(future, ticket)
+
     def _job_done(self, future: Future[bool]) -> None:
         with self._lock:
             self._jobs_in_flight.discard(future)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from gitreduce.core import tickets
 from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine, Lookahead, Precheck
@@ -139,6 +140,8 @@ class PairJudge:
         return self._places[0](candidate.seed), self._places[1](candidate.variant)
 
     def full(self, candidate: PairCandidate) -> bool:
+        """The likelier refusal's test first; the other's beside it if a job idles
+        (`Engine.test_beside`), abandoned as soon as its answer is not wanted."""
         engine = self._engine
         seed_tested, variant_tested = self._tested(candidate)
         checks = [
@@ -147,8 +150,21 @@ class PairJudge:
         ]
         if self._refusals.seed_first():
             checks.reverse()
+        beside = engine.test_beside(checks[1][1], checks[1][2])
+        if beside is None:
+            return self._passes(checks)
+        judgement = tickets.current()
+        try:
+            if judgement is None:
+                return self._passes(checks)
+            with judgement.stoppable(beside.ticket.abandon):
+                return self._passes(checks)
+        finally:
+            beside.ticket.abandon()
+
+    def _passes(self, checks: list[tuple[bool, bytes, Callable[[Outcome], bool]]]) -> bool:
         for is_seed, text, ok in checks:
-            if not ok(engine.outcome(text, ok)):
+            if not ok(self._engine.outcome(text, ok)):
                 self._refusals.count(is_seed)
                 return False
         return True

@@ -1,0 +1,155 @@
+"""How a candidate pair is judged: the likelier refusal first, the other side beside it
+while a job idles, and nothing left running once an answer is known."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from gitreduce.core import tickets
+from gitreduce.core.engine import Engine
+from gitreduce.core.keys import blob_id
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.pair.current import PairCandidate, PairJudge
+
+SMALLER = (0, 1)  # the measure of every candidate here: below the judge's limit
+LIMIT = (1, 0)
+
+
+def verdict(text: bytes) -> Outcome:
+    """Bad (the bug) for texts with a `!`, good otherwise."""
+    if b"!" in text:
+        return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
+    return Outcome(Verdict.GOOD, 0, 0.0)
+
+
+def seed_ok(outcome: Outcome) -> bool:
+    return outcome.verdict is Verdict.GOOD
+
+
+def variant_ok(outcome: Outcome) -> bool:
+    return outcome.verdict is Verdict.BAD
+
+
+def until_abandoned() -> None:
+    """A test that lasts until its judgement is given up (at most 30 s)."""
+    ticket = tickets.current()
+    assert ticket is not None
+    stopped = threading.Event()
+    with ticket.stoppable(stopped.set):
+        stopped.wait(30)
+    if ticket.abandoned:
+        raise tickets.Abandoned
+
+
+@pytest.fixture
+def engines():
+    made: list[Engine] = []
+    yield made
+    for engine in made:
+        engine.close()
+
+
+def judged(engines, run, pairs: list[tuple[bytes, bytes]], jobs: int):
+    engine = Engine(run, variant_ok, jobs=jobs)
+    engines.append(engine)
+    judge = PairJudge(engine, seed_ok, variant_ok, None, LIMIT)
+    candidates = [PairCandidate(seed, variant, SMALLER) for seed, variant in pairs]
+    return engine, engine.first_judged(candidates, judge, label="test")
+
+
+def settle(engine: Engine) -> None:
+    deadline = time.monotonic() + 10
+    while engine._busy() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_the_second_sides_test_runs_beside_the_first_while_a_job_idles(engines):
+    """One pair, two jobs: each test holds until the other has started, which only
+    happens when the second runs beside the first (one after the other, the first
+    would wait in vain)."""
+    started = {b"seed": threading.Event(), b"bug!": threading.Event()}
+
+    def run(text: bytes) -> Outcome:
+        started[text].set()
+        other = b"seed" if text == b"bug!" else b"bug!"
+        assert started[other].wait(10), "the other side's test never ran beside this one"
+        return verdict(text)
+
+    engine, found = judged(engines, run, [(b"seed", b"bug!")], jobs=2)
+    assert found is not None and found[0] == 0
+    assert engine.stats.tests_run == 2
+
+
+def test_the_test_beside_is_stopped_once_the_first_refuses(engines):
+    """The variant (asked first: no refusals seen yet) is not bad: the seed's test
+    running beside it is stopped at once, and leaves no verdict behind."""
+    finished: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        if text == b"seed":
+            until_abandoned()
+        finished.append(text)
+        return verdict(text)
+
+    began = time.monotonic()
+    engine, found = judged(engines, run, [(b"seed", b"no bug")], jobs=2)
+    assert found is None
+    settle(engine)
+    assert time.monotonic() - began < 10
+    assert finished == [b"no bug"]
+    assert engine.cache.get(blob_id(b"seed")) is None
+
+
+def test_a_judgement_given_up_stops_its_test_beside_too(engines):
+    """Three jobs, two pairs: the first pair wins while the second pair's two tests
+    still run (one as the judgement's, one beside it); both are stopped."""
+    finished: list[bytes] = []
+    loser_started = threading.Event()
+    lock = threading.Lock()
+    loser_running = 0
+
+    def run(text: bytes) -> Outcome:
+        nonlocal loser_running
+        if text in (b"late seed", b"late!"):
+            with lock:
+                loser_running += 1
+                if loser_running == 2:
+                    loser_started.set()
+            until_abandoned()
+        else:
+            assert loser_started.wait(10), "the second pair's tests did not both start"
+        finished.append(text)
+        return verdict(text)
+
+    began = time.monotonic()
+    engine, found = judged(engines, run, [(b"seed", b"bug!"), (b"late seed", b"late!")], jobs=3)
+    assert found is not None and found[0] == 0
+    settle(engine)
+    assert time.monotonic() - began < 10
+    assert sorted(finished) == [b"bug!", b"seed"]
+    assert engine.cache.get(blob_id(b"late seed")) is None
+    assert engine.cache.get(blob_id(b"late!")) is None
+
+
+def test_one_job_asks_one_side_at_a_time_and_a_refusal_costs_one_test(engines):
+    running: list[bytes] = []
+    most = 0
+    lock = threading.Lock()
+
+    def run(text: bytes) -> Outcome:
+        nonlocal most
+        with lock:
+            running.append(text)
+            most = max(most, len(running))
+        time.sleep(0.05)
+        with lock:
+            running.remove(text)
+        return verdict(text)
+
+    engine, found = judged(engines, run, [(b"seed", b"no bug"), (b"seed", b"bug!")], jobs=1)
+    assert found is not None and found[0] == 1
+    assert most == 1
+    assert engine.stats.tests_run == 3  # `no bug`; then `bug!` and `seed`
