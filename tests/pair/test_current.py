@@ -104,8 +104,9 @@ def test_the_test_beside_is_stopped_once_the_first_refuses(engines):
 
 
 def test_a_judgement_given_up_stops_its_test_beside_too(engines):
-    """Three jobs, two pairs: the first pair wins while the second pair's two tests
-    still run (one as the judgement's, one beside it); both are stopped."""
+    """Four jobs, two pairs, each pair's two tests at once: the first pair wins while
+    the second pair's two tests still run (one as the judgement's, one beside it); both
+    are stopped."""
     finished: list[bytes] = []
     loser_started = threading.Event()
     lock = threading.Lock()
@@ -125,7 +126,7 @@ def test_a_judgement_given_up_stops_its_test_beside_too(engines):
         return verdict(text)
 
     began = time.monotonic()
-    engine, found = judged(engines, run, [(b"seed", b"bug!"), (b"late seed", b"late!")], jobs=3)
+    engine, found = judged(engines, run, [(b"seed", b"bug!"), (b"late seed", b"late!")], jobs=4)
     assert found is not None and found[0] == 0
     settle(engine)
     assert time.monotonic() - began < 10
