@@ -19,6 +19,7 @@ import pygit2
 import pytest
 import tree_sitter
 
+from gitreduce.core import tickets
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine, Stats
 from gitreduce.core.outcome import Outcome, Verdict
@@ -295,3 +296,15 @@ def gcc(path: Path, text: bytes, *flags: str) -> subprocess.CompletedProcess[byt
     test of an in-process reduction."""
     path.write_bytes(text)
     return subprocess.run([GCC or "gcc", *flags, str(path)], capture_output=True)
+
+
+def run_until_abandoned() -> None:
+    """An in-process test that lasts until its judgement is given up (at most 30 s), then
+    says so as the oracle would."""
+    ticket = tickets.current()
+    assert ticket is not None
+    stopped = threading.Event()
+    with ticket.stoppable(stopped.set):
+        stopped.wait(30)
+    if ticket.abandoned:
+        raise tickets.Abandoned

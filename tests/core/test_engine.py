@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from support import run_until_abandoned
 
 from gitreduce.core import tickets
 from gitreduce.core.engine import Engine, MemoryCache
@@ -130,17 +131,6 @@ def test_at_most_jobs_runs_at_once(make_engine):
     )
     assert recorder.max_running == 3
     assert engine.stats.tests_run == 10
-
-
-def run_until_abandoned() -> None:
-    """A test that lasts until its judgement is given up (at most 30 s), then says so."""
-    ticket = tickets.current()
-    assert ticket is not None
-    stopped = threading.Event()
-    with ticket.stoppable(stopped.set):
-        stopped.wait(30)
-    if ticket.abandoned:
-        raise tickets.Abandoned
 
 
 def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):

@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
+from support import run_until_abandoned
 
-from gitreduce.core import tickets
 from gitreduce.core.engine import Engine
 from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
@@ -31,17 +31,6 @@ def seed_ok(outcome: Outcome) -> bool:
 
 def variant_ok(outcome: Outcome) -> bool:
     return outcome.verdict is Verdict.BAD
-
-
-def until_abandoned() -> None:
-    """A test that lasts until its judgement is given up (at most 30 s)."""
-    ticket = tickets.current()
-    assert ticket is not None
-    stopped = threading.Event()
-    with ticket.stoppable(stopped.set):
-        stopped.wait(30)
-    if ticket.abandoned:
-        raise tickets.Abandoned
 
 
 @pytest.fixture
@@ -90,7 +79,7 @@ def test_the_test_beside_is_stopped_once_the_first_refuses(engines):
 
     def run(text: bytes) -> Outcome:
         if text == b"seed":
-            until_abandoned()
+            run_until_abandoned()
         finished.append(text)
         return verdict(text)
 
@@ -119,7 +108,7 @@ def test_a_judgement_given_up_stops_its_test_beside_too(engines):
                 loser_running += 1
                 if loser_running == 2:
                     loser_started.set()
-            until_abandoned()
+            run_until_abandoned()
         else:
             assert loser_started.wait(10), "the second pair's tests did not both start"
         finished.append(text)
