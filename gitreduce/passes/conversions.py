@@ -15,7 +15,12 @@ syntax check drops a conversion the grammar does not spell that way.
 A variable declared without a value becomes a parameter of the one function
 that uses it, when that function has none: `int f() { int a; ... }` (the
 declaration in any block of the body) and
-`int a; int f() { ... a ... }` both become `int f(int a) { ... }`. The
+`int a; int f() { ... a ... }` both become `int f(int a) { ... }`. A
+global nothing uses goes into each such function in turn: in a pair's seed
+it is the variant's change that uses it (a fuzzer's `g = g--;`), and the
+seed's edit is carried over to the variant, whose use then reads the
+parameter; in a single program the sweeps have deleted such a global
+unless the test needs it. The
 declaration's own text is the parameter's once its keyword and `;` go (C,
 C++ and Java `int a`, Rust `a: i32`, Go `a int`, JavaScript `a`), so every
 grammar spells it alike; what is left is one token shorter (two where the
@@ -160,7 +165,8 @@ def _in_block(node: tree_sitter.Node) -> bool:
 
 def _moves(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, tree_sitter.Node]]:
     """(declaration, parameter list) pairs: each local of a function that takes no
-    parameter, then each global that only one such function uses."""
+    parameter, then each global that only one such function uses, or that nothing uses
+    (into each such function, the last first)."""
     functions = _without_parameters(root)
     for function, parameters in functions:
         for declaration in _locals(function.child_by_field_name("body")):
@@ -178,11 +184,14 @@ def _moves(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, tree_sitt
             for leaf in names[name].leaves
             if not declaration.start_byte <= leaf.start_byte < declaration.end_byte
         ]
+        if not uses:
+            for _, parameters in reversed(functions):
+                yield declaration, parameters
+            continue
         users = [
             (function, parameters)
             for function, parameters in functions
-            if uses
-            and all(function.start_byte <= use.start_byte < function.end_byte for use in uses)
+            if all(function.start_byte <= use.start_byte < function.end_byte for use in uses)
         ]
         if users:
             yield declaration, users[-1][1]  # the innermost, should functions nest

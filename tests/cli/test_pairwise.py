@@ -301,6 +301,30 @@ def test_a_name_the_difference_mentions_is_renamed_in_both_programs(tmp_path):
     assert status(test, cwd / summary["variant_output"]) == 1
 
 
+def test_a_global_only_the_difference_uses_becomes_the_parameter_in_both_programs(tmp_path):
+    """The seed never reads the global, so the declaration cannot go from the seed, and
+    only the seed's edits reach the variant: it moves into the seed's one function, and
+    the variant's statement then reads the parameter."""
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    (cwd / "seed.c").write_bytes(b"int g;\nint f(void) { return 0; }\n")
+    (cwd / "variant.c").write_bytes(b"int g;\nint f(void) { g = g--; return 0; }\n")
+    test = FIXTURES / "sequence-point" / "test.sh"
+    process = run_cli(
+        "--seed", "seed.c", "--variant", "variant.c", "--test", test, "--json",
+        "--output", "out", cwd=cwd,
+    )  # fmt: skip
+    summary = succeeded(process)
+    seed, variant = (
+        Path(cwd, summary[key]).read_bytes() for key in ("seed_output", "variant_output")
+    )
+    assert seed.startswith(b"int f(int g)") and variant.startswith(b"int f(int g)")
+    assert b"g = g--;" in variant
+    assert summary["diff_tokens"] == [5, 5]
+    assert status(test, cwd / summary["seed_output"]) == 0
+    assert status(test, cwd / summary["variant_output"]) == 1
+
+
 def test_figure1_llvm_21467_the_change_is_exactly_the_highlighted_one(tmp_path):
     """The paper highlights 11 inserted tokens: `b = g;` in the then-branch, the seed's
     statement wrapped in `else { ... }`, `b = g;` after the if (Figure 1c). Once the

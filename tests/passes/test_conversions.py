@@ -95,13 +95,22 @@ def test_a_declaration_without_a_value_becomes_the_parameter(
         b"int f() { int b = 1; return b; }\n",  # a value
         b"int f() { int a, b; return a + b; }\n",  # two names
         b"int g;\nint f() { return g; }\nint k() { return g; }\n",  # two functions use it
-        b"int g;\nint f() { return 0; }\n",  # no function uses it
         b"int f() { static int b; return b; }\n",  # a storage class
         b"int f() { int k(void) { int b; return b; } return 0; }\n",  # an inner function's
     ],
 )
 def test_no_parameter_where_the_declaration_would_not_read_as_one(text: bytes):
     assert not any(b"int f(int" in c for c in candidates(text, "c"))
+
+
+def test_a_global_nothing_uses_is_offered_to_each_function_without_parameters():
+    """In a pair's seed the variant's change is what uses it; the last function first."""
+    text = b"int g;\nint f() { return 0; }\nint k(void) { return 1; }\nint m(int a) { }\n"
+    offered = [c for c in candidates(text, "c") if b"int g;" not in c]
+    assert offered == [
+        b"int f() { return 0; }\nint k(int g) { return 1; }\nint m(int a) { }\n",
+        b"int f(int g) { return 0; }\nint k(void) { return 1; }\nint m(int a) { }\n",
+    ]
 
 
 @pytest.mark.skipif(GCC is None, reason="no C compiler")  # the machine's image ships gcc
