@@ -136,10 +136,14 @@ class _Output:
         if tokens is not self._reduced:
             self._own += [text[starts[index] : ends[index]] for index in range(start, end)]
             return
-        for index in range(start, end):
-            self._close(index)
-            self.token_diff.append((0, 1))
-            self._common = index
+        changes = len(self.token_diff)
+        self._close(start)
+        diff = self.token_diff
+        if len(diff) == changes and diff and diff[-1][0] == 0:
+            diff[-1] = (0, diff[-1][1] + end - start)  # right after the last common run
+        else:
+            diff.append((0, end - start))
+        self._common = end - 1
 
     def _close(self, common: int) -> None:
         """The change between the last common token and `common` (the reduced variant's)."""
@@ -210,11 +214,13 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
         if hunk.variant_start == hunk.variant_end:
             insertions[hunk.variant_start].append(hunk)
     out = _Output(reduced)
-    for index in range(count + 1):
+    variant_hunk = pair.variant_hunk
+    index = 0
+    while True:
         for hunk in insertions.get(index, ()):
             if survives(index - 1) and survives(index):
                 out.take(seed, hunk.seed_start, hunk.seed_end)
-        changed = pair.variant_hunk[index] if index < count else -1
+        changed = variant_hunk[index] if index < count else -1
         if changed < 0:
             for written in introduced.get(index, ()):
                 out.take(reduced, written, written + 1)
@@ -227,6 +233,19 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
             ):
                 out.take(seed, hunk.seed_start, hunk.seed_end)
         elif kept[index] >= 0:
-            out.take(reduced, kept[index], kept[index] + 1)
+            # the run of kept tokens from here that nothing else comes between, at once
+            end = index + 1
+            while (
+                end < count
+                and kept[end] == kept[end - 1] + 1
+                and variant_hunk[end] < 0
+                and end not in insertions
+                and end not in introduced
+            ):
+                end += 1
+            out.take(reduced, kept[index], kept[end - 1] + 1)
+            index = end
+            continue
+        index += 1
     out.finish()
     return Lifted(join(out.chunks, out.gaps) + reduced.text[reduced.tail :], out)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from post_decrement import SEED, VARIANT, bug, flat
+from support import PACKAGE_ROOT
 
 from gitreduce.core import edits
 from gitreduce.core.engine import Engine
@@ -66,6 +67,19 @@ def test_provenance_follows_tokens_through_deletions_and_hoisting() -> None:
 
 def test_the_unreduced_variant_lifts_to_the_seed_byte_for_byte() -> None:
     assert lifted(SEED, VARIANT, VARIANT) == SEED
+
+
+def test_a_real_pairs_lift_is_what_a_search_finds_change_by_change() -> None:
+    """A fuzzer's pair (5,600 tokens, 500 of them changed) with a stretch of the
+    variant deleted: the lift builds its alignment from runs of kept tokens, and every
+    hunk is the one a diff of the two texts finds; with nothing deleted, the seed's tokens
+    (the white space before a change is the variant's)."""
+    case = PACKAGE_ROOT / "benchmarks" / "cases" / "gcc12-pr109392"
+    seed, variant = ((case / name).read_bytes() for name in ("seed.c", "variant.c"))
+    assert tokenize(lifted(seed, variant, variant), C).texts() == tokenize(seed, C).texts()
+    cut = variant.index(b"\n", len(variant) // 2)
+    reduced = variant[:cut] + variant[variant.index(b"\n", cut + 2000) :]
+    assert len(lifted(seed, variant, reduced)) < len(seed)
 
 
 def test_changes_the_reduction_kept_come_back_as_the_seed_had_them() -> None:
