@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -154,10 +155,9 @@ class PairJudge:
         if beside is None:
             return self._passes(checks)
         judgement = tickets.current()
+        linked = judgement.stoppable(beside.ticket.abandon) if judgement else nullcontext()
         try:
-            if judgement is None:
-                return self._passes(checks)
-            with judgement.stoppable(beside.ticket.abandon):
+            with linked:
                 return self._passes(checks)
         finally:
             beside.ticket.abandon()
