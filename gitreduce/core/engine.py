@@ -467,8 +467,9 @@ class Engine:
             with tickets.holding(ticket):
                 return accepts(self.outcome(text, accepts))
 
+        # checked and taken under one lock: workers ask too, and two must not take one job
         with self._lock:
-            if len(self._jobs_in_flight) - self._waiting >= self.jobs:
+            if self._busy_locked() >= self.jobs:
                 return None
             future = self._executor.submit(labelled)
             self._jobs_in_flight.add(future)
@@ -482,7 +483,10 @@ class Engine:
     def _busy(self) -> int:
         """Jobs running a test: a judgement waiting on another's identical test holds none."""
         with self._lock:
-            return len(self._jobs_in_flight) - self._waiting
+            return self._busy_locked()
+
+    def _busy_locked(self) -> int:
+        return len(self._jobs_in_flight) - self._waiting
 
     def _warm_up(self, lookahead: Iterator[C], judge: Judge[C], label: str) -> None:
         """Judge what `lookahead` yields while jobs are idle, for the cache only.
