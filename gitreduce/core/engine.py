@@ -23,6 +23,12 @@ replaced and are abandoned like any speculation past a winner.
 next step: it never waits on a future without a timeout, so it notices within
 `_POLL_SECONDS` even while every test is still running.
 
+A batch's main thread waits on its own judgements, yet a job can come free
+while none of them ends: a judgement starts waiting on another's identical
+test, a warm-up or a test beside another ends, `set_jobs` widens the engine.
+Each of these wakes it (`_job_freed`), so the next candidate starts at once
+rather than when one of the batch's own judgements happens to end.
+
 Cached verdicts carry their provenance (`Outcome.local`). A verdict this
 repository's own runs produced decides a candidate either way. A foreign one
 (fetched from elsewhere) may only reject: a verdict that would accept a
@@ -254,6 +260,7 @@ class Engine:
         self._syntax_rejects: set[str] = set()
         self._warm_ups: list[tuple[object, Job]] = []
         self._waiting = 0  # judgements blocked on an identical test another one runs
+        self._job_freed: Future[None] = Future()  # set when a job may have come free
         self._running = 0
         self._busy_since = 0.0
         self._stopped = False
@@ -274,6 +281,8 @@ class Engine:
         if self._on_jobs is not None:
             self._on_jobs(jobs)
         self.jobs = jobs
+        with self._lock:
+            self._free_a_job_locked()
 
     def stop(self) -> None:
         """Make the main thread raise `Interrupted` at its next step; safe from any thread.
@@ -286,17 +295,32 @@ class Engine:
         if self._stopped:
             raise Interrupted
 
-    def _wait_any(self, futures: list[Future[T]]) -> None:
-        """Until one of `futures` is done, or `Interrupted` once stopped.
+    def _wait_any(self, futures: list[Future[T]], wake: Future[None] | None = None) -> None:
+        """Until one of `futures` (or `wake`) is done, or `Interrupted` once stopped.
 
         A timed wait: a signal never has to break into `concurrent.futures.wait`'s
         locks, and the flag is looked at even while no test finishes.
         """
+        awaited: list[Future[T] | Future[None]] = [*futures]
+        if wake is not None:
+            awaited.append(wake)
         while True:
             self._check()
-            done, _ = wait(futures, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            done, _ = wait(awaited, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
             if done:
                 return
+
+    def _watch_for_free_jobs(self) -> Future[None]:
+        """A future set once a job may have come free from now on: the main thread takes
+        it before it counts busy jobs, so a job freed after the count still wakes it."""
+        with self._lock:
+            if self._job_freed.done():
+                self._job_freed = Future()
+            return self._job_freed
+
+    def _free_a_job_locked(self) -> None:
+        if not self._job_freed.done():
+            self._job_freed.set_result(None)
 
     def recall(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
         """A verdict already known for `text` that may decide it, counted as a cache hit.
@@ -358,6 +382,7 @@ class Engine:
                     self._tests_in_flight[key] = threading.Event()
                     break
                 self._waiting += 1
+                self._free_a_job_locked()
             try:
                 running.wait()
             finally:
@@ -479,6 +504,7 @@ class Engine:
     def _job_done(self, future: Future[bool]) -> None:
         with self._lock:
             self._jobs_in_flight.discard(future)
+            self._free_a_job_locked()
 
     def _busy(self) -> int:
         """Jobs running a test: a judgement waiting on another's identical test holds none."""
@@ -599,6 +625,7 @@ class Engine:
                 held.pop(next_to_resolve, None)
                 next_to_resolve += 1
             self._check()  # after an answer already known: it still improves the best result
+            job_freed = self._watch_for_free_jobs()
             while not exhausted and earliest_success is None and self._busy() < self.jobs:
                 try:
                     index, candidate = next(pending)
@@ -628,7 +655,7 @@ class Engine:
                 if orphans:
                     self._wait_any(orphans)
                 continue
-            self._wait_any([job.future for job in running.values()])
+            self._wait_any([job.future for job in running.values()], job_freed)
             for index in [index for index, job in running.items() if job.future.done()]:
                 known[index] = running.pop(index).future.result()
                 if known[index] and (earliest_success is None or index < earliest_success):

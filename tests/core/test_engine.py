@@ -543,6 +543,64 @@ def test_a_judgement_waiting_on_an_identical_test_holds_no_job(make_engine):
     assert engine.first_success([b"dup", b"dup", b"other"], smaller_than=100, label="t") is None
 
 
+class LateDuplicateJudge:
+    """Judges (name, text) pairs by the test alone; `late` names wait before asking it."""
+
+    def __init__(self, engine: Engine, late: set[str]) -> None:
+        self.engine = engine
+        self.late = late
+
+    def quick(self, candidate: tuple[str, bytes]) -> bool | None:
+        return None
+
+    def full(self, candidate: tuple[str, bytes]) -> bool:
+        name, text = candidate
+        if name in self.late:
+            time.sleep(0.3)  # the batch's main thread is surely waiting by now
+        return is_bad(self.engine.outcome(text))
+
+
+def test_a_judgement_that_starts_waiting_on_an_identical_test_wakes_the_batch(make_engine):
+    """Both jobs taken, the batch waits; then one judgement finds its text already under
+    test and waits on it, which frees its job: the batch's next candidate starts then,
+    not when the first test ends (here it ends only once the third has started)."""
+    other_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == b"other":
+            other_started.set()
+        else:
+            assert other_started.wait(10), "the batch slept while a job was free"
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    judge = LateDuplicateJudge(engine, late={"again"})
+    batch = [("first", b"same"), ("again", b"same"), ("third", b"other")]
+    assert engine.first_judged(batch, judge, label="t") is None
+    assert engine.stats.tests_run == 2
+
+
+def test_set_jobs_during_a_batch_starts_the_next_candidate_at_once(make_engine):
+    """One job, its test holding until a second runs: widening the engine from another
+    thread wakes the waiting batch, which starts its next candidate in the new job."""
+    second_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == b"second":
+            second_started.set()
+        else:
+            assert second_started.wait(10), "the batch did not use the job it was given"
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=1)
+    widen = threading.Timer(0.3, engine.set_jobs, args=(2,))
+    widen.start()
+    try:
+        assert engine.first_success([b"first", b"second"], smaller_than=100, label="t") is None
+    finally:
+        widen.cancel()
+
+
 def test_a_batch_takes_over_the_warm_up_still_judging_its_candidate(make_engine):
     """The next batch asks for the warm-up's candidate while its test still runs: that
     judgement is taken over, so the batch's second candidate starts beside it at once
