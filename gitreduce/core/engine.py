@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
@@ -301,7 +301,7 @@ class Engine:
         A timed wait: a signal never has to break into `concurrent.futures.wait`'s
         locks, and the flag is looked at even while no test finishes.
         """
-        awaited: list[Future[T] | Future[None]] = [*futures]
+        awaited: list[Future[Any]] = [*futures]
         if wake is not None:
             awaited.append(wake)
         while True:
