@@ -23,6 +23,10 @@ replaced and are abandoned like any speculation past a winner.
 next step: it never waits on a future without a timeout, so it notices within
 `_POLL_SECONDS` even while every test is still running.
 
+While every job is busy, the batch's main thread reads its next candidates
+through the cheap checks, so a job that comes free starts the next test at
+once, not after that candidate's render and parse.
+
 A batch's main thread waits on its own judgements, yet a job can come free
 while none of them ends: a judgement starts waiting on another's identical
 test, a warm-up or a test beside another ends, `set_jobs` widens the engine.
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -57,6 +62,10 @@ from gitreduce.core.outcome import Outcome
 _POLL_SECONDS = 0.05
 # How many lookahead candidates per job one wait for a batch's last tests may read
 _WARM_UP_READS = 4
+# How many of a batch's candidates one wait while every job is busy may read ahead through
+# the cheap checks, looking for the next one a free job will run: enough to cross a stretch
+# of syntax rejections, few enough not to wander far past a winner
+_READ_AHEAD = 8
 # The most tests `set_jobs` lets one engine have in flight (its pool's threads start
 # only as they are needed).
 MAX_JOBS = 256
@@ -333,6 +342,9 @@ class Engine:
         cached = self.cache.get(candidate_key(text))
         if cached is None or not self._decides(cached, accepts):
             return None
+        if not cached.local and getattr(self._context, "reading_ahead", False):
+            return None  # a test still running may end the trust: the judgement decides it
+
         self.stats.cache_hits += 1
         self.stats.of_pass(self._label()).cache_hits += 1
         if not cached.local:
@@ -582,7 +594,9 @@ class Engine:
 
         Candidates are pulled lazily, at most `jobs` judgements in flight
         (abandoned runs of earlier batches included, until they end), and
-        never past a known success. Every test, cache hit and syntax rejection
+        never past a known success; while every job is busy, the next ones
+        go through the cheap checks until one needs a job (see the module's
+        docstring). Every test, cache hit and syntax rejection
         of the batch counts for the pass `label`. `lookahead`, called at most
         once, once every candidate is in flight and a job is idle, gives the
         candidates the caller will try next if none of these wins: they are
@@ -612,9 +626,37 @@ class Engine:
         held: dict[int, C] = {}
         running: dict[int, Job] = {}
         known: dict[int, bool] = {}
+        ready: deque[int] = deque()  # past the cheap checks, each waiting for a job
         next_to_resolve = 0
         earliest_success: int | None = None
         exhausted = False
+
+        def pull(reading_ahead: bool = False) -> None:
+            """The next candidate through the cheap checks: known, or ready for a job.
+
+            Read ahead while tests run, a foreign verdict decides nothing yet: one
+            of those tests may be the confirmation that ends the trust in them, and
+            the answer must not depend on whether it ended first.
+            """
+            nonlocal exhausted, earliest_success
+            try:
+                index, candidate = next(pending)
+            except StopIteration:
+                exhausted = True
+                return
+            held[index] = candidate
+            self._context.reading_ahead = reading_ahead
+            try:
+                verdict = judge.quick(candidate)
+            finally:
+                self._context.reading_ahead = False
+            if verdict is None:
+                ready.append(index)
+                return
+            known[index] = verdict
+            if verdict:
+                earliest_success = index
+
         while True:
             while next_to_resolve in known:
                 if known[next_to_resolve]:
@@ -626,34 +668,36 @@ class Engine:
                 next_to_resolve += 1
             self._check()  # after an answer already known: it still improves the best result
             job_freed = self._watch_for_free_jobs()
-            while not exhausted and earliest_success is None and self._busy() < self.jobs:
-                try:
-                    index, candidate = next(pending)
-                except StopIteration:
-                    exhausted = True
+            while self._busy() < self.jobs:
+                if ready:
+                    index = ready.popleft()
+                    if earliest_success is not None and index > earliest_success:
+                        ready.clear()  # past a success the cheap checks found
+                        continue
+                    claimed = self._claim_warm_up(held[index]) if self._warm_ups else None
+                    running[index] = claimed or self._submit(judge, held[index], label)
+                elif exhausted or earliest_success is not None:
                     break
-                held[index] = candidate
-                verdict = judge.quick(candidate)
-                if verdict is None:
-                    claimed = self._claim_warm_up(candidate) if self._warm_ups else None
-                    running[index] = claimed or self._submit(judge, candidate, label)
                 else:
-                    known[index] = verdict
-                    if verdict:
-                        earliest_success = index
+                    pull()
             if next_to_resolve in known:
                 continue
-            if exhausted and lookahead is not None and self.jobs > 1 and running:
+            # every job busy: the next candidate's cheap checks run meanwhile, not after
+            for _ in range(_READ_AHEAD):
+                if ready or exhausted or earliest_success is not None:
+                    break
+                pull(reading_ahead=True)
+            if exhausted and not ready and lookahead is not None and self.jobs > 1 and running:
                 if ahead is None:
                     ahead = iter(lookahead())
                 self._warm_up(ahead, judge, label)
             if not running:
-                if exhausted or earliest_success is not None:
+                if not ready and (exhausted or earliest_success is not None):
                     return None
                 with self._lock:
                     orphans = list(self._jobs_in_flight)
                 if orphans:
-                    self._wait_any(orphans)
+                    self._wait_any(orphans, job_freed)
                 continue
             self._wait_any([job.future for job in running.values()], job_freed)
             for index in [index for index, job in running.items() if job.future.done()]:

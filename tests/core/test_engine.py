@@ -108,7 +108,9 @@ def test_same_answer_for_any_jobs(make_engine, jobs):
     assert recorder.max_running <= jobs
 
 
-def test_candidates_are_pulled_lazily_and_never_past_a_success(make_engine):
+def test_candidates_are_pulled_lazily_and_never_past_a_known_success(make_engine):
+    """One candidate is read ahead while the test before it runs, never more, and none
+    once a success is known."""
     pulled: list[int] = []
 
     def candidates() -> Iterator[bytes]:
@@ -119,8 +121,25 @@ def test_candidates_are_pulled_lazily_and_never_past_a_success(make_engine):
     recorder = Recorder()
     engine = make_engine(recorder, jobs=1)
     assert engine.first_success(candidates(), smaller_than=100, label="test") == (2, b"c2!")
-    assert pulled == [0, 1, 2]
+    assert pulled == [0, 1, 2, 3]
     assert recorder.started == [b"c0", b"c1", b"c2!"]
+
+
+def test_the_next_candidates_cheap_checks_run_while_the_test_before_it_does(make_engine):
+    """One job: the syntax check of each candidate after the first runs during the test of
+    the one before, so a job never waits for it; the rejected ones are read through too."""
+    recorder = Recorder(lambda text: 0.3)
+    tests_ended_at_check: list[int] = []
+
+    def precheck(text: bytes) -> bool:
+        tests_ended_at_check.append(len(recorder.finished))
+        return not text.startswith(b"bad")
+
+    engine = make_engine(recorder, jobs=1)
+    batch = [b"a", b"bad1", b"bad2", b"b", b"c"]
+    assert engine.first_success(batch, smaller_than=100, label="t", precheck=precheck) is None
+    assert tests_ended_at_check == [0, 0, 0, 0, 1]  # one at a time: [0, 1, 1, 1, 2]
+    assert recorder.started == [b"a", b"b", b"c"]
 
 
 def test_at_most_jobs_runs_at_once(make_engine):
