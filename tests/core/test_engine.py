@@ -579,19 +579,25 @@ class LateDuplicateJudge:
         return is_bad(self.engine.outcome(text))
 
 
+def held_until_started(awaited: bytes, failure: str) -> Callable[[bytes], Outcome]:
+    """A run_test whose every test but `awaited`'s holds until `awaited`'s has started."""
+    started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == awaited:
+            started.set()
+        else:
+            assert started.wait(10), failure
+        return Recorder()(text)
+
+    return run
+
+
 def test_a_judgement_that_starts_waiting_on_an_identical_test_wakes_the_batch(make_engine):
     """Both jobs taken, the batch waits; then one judgement finds its text already under
     test and waits on it, which frees its job: the batch's next candidate starts then,
     not when the first test ends (here it ends only once the third has started)."""
-    other_started = threading.Event()
-
-    def run(text: bytes) -> Outcome:
-        if text == b"other":
-            other_started.set()
-        else:
-            assert other_started.wait(10), "the batch slept while a job was free"
-        return Recorder()(text)
-
+    run = held_until_started(b"other", "the batch slept while a job was free")
     engine = make_engine(run, jobs=2)
     judge = LateDuplicateJudge(engine, late={"again"})
     batch = [("first", b"same"), ("again", b"same"), ("third", b"other")]
@@ -602,15 +608,7 @@ def test_a_judgement_that_starts_waiting_on_an_identical_test_wakes_the_batch(ma
 def test_set_jobs_during_a_batch_starts_the_next_candidate_at_once(make_engine):
     """One job, its test holding until a second runs: widening the engine from another
     thread wakes the waiting batch, which starts its next candidate in the new job."""
-    second_started = threading.Event()
-
-    def run(text: bytes) -> Outcome:
-        if text == b"second":
-            second_started.set()
-        else:
-            assert second_started.wait(10), "the batch did not use the job it was given"
-        return Recorder()(text)
-
+    run = held_until_started(b"second", "the batch did not use the job it was given")
     engine = make_engine(run, jobs=1)
     widen = threading.Timer(0.3, engine.set_jobs, args=(2,))
     widen.start()
