@@ -21,8 +21,9 @@ import tree_sitter
 
 from gitreduce.core import tickets
 from gitreduce.core.current import Current
-from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.stats import Stats
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax

@@ -33,8 +33,9 @@ from rich.text import Text
 
 from gitreduce.cli.html import Line, Row, align, marked_lines, marked_pair
 from gitreduce.core.current import Current
-from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
+from gitreduce.core.stats import Stats
 from gitreduce.sessions.batch import jobs_file
 from gitreduce.sessions.pair import PairSummary
 from gitreduce.sessions.setpair import SEED_DIRECTORY, VARIANT_DIRECTORY, SetPairSummary

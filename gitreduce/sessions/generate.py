@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Literal
 
 from gitreduce.core.current import Current
-from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.stats import Stats
 from gitreduce.generator.plan import Edits, canonical, feasible, removable
 from gitreduce.generator.pool import GeneratorPool, PoolClosed
 from gitreduce.generator.replay import Alignment

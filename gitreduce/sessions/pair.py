@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 from gitreduce.core.current import render_deletions
-from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.stats import Stats
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from gitreduce.core.engine import Engine, Stats
+from gitreduce.core.engine import Engine
 from gitreduce.core.errors import Interrupted, MisclassifiedOriginal, UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.stats import Stats
 from gitreduce.git.store import Store, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars

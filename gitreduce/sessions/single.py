@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Literal
 
 from gitreduce.core.current import Current
-from gitreduce.core.engine import Stats
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.stats import Stats
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang.syntax import Syntax

@@ -35,7 +35,7 @@ from gitreduce.cli.progress import (
     print_pair_summary,
     side_by_side_width,
 )
-from gitreduce.core.engine import Stats
+from gitreduce.core.stats import Stats
 from gitreduce.sessions.pair import PairSummary
 
 ROOT = Path(__file__).resolve().parents[2]
