@@ -612,13 +612,13 @@ class Engine:
                     break
                 else:
                     pull()
-            if next_to_resolve in known:
-                continue
             # every job busy: the next candidate's cheap checks run meanwhile, not after
             for _ in range(_READ_AHEAD):
                 if ready or exhausted or earliest_success is not None:
                     break
                 pull(reading_ahead=True)
+            if next_to_resolve in known:
+                continue
             if exhausted and not ready and lookahead is not None and self.jobs > 1 and running:
                 if ahead is None:
                     ahead = iter(lookahead())

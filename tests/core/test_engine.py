@@ -142,6 +142,32 @@ def test_the_next_candidates_cheap_checks_run_while_the_test_before_it_does(make
     assert recorder.started == [b"a", b"b", b"c"]
 
 
+def test_a_success_the_cheap_checks_find_while_every_job_is_busy_wins(make_engine):
+    """Both jobs still held by an earlier batch's speculation: the next batch's candidates
+    are read ahead, the second is known interesting from the cache, and that is the
+    answer, at once, without waiting for the speculation to end."""
+    release = threading.Event()
+    recorder = Recorder()
+
+    def run(text: bytes) -> Outcome:
+        if text.startswith(b"slow"):
+            assert release.wait(10)
+        return recorder(text)
+
+    engine = make_engine(run, jobs=3)
+    try:
+        engine.test(b"known-good")
+        engine.test(b"known!")
+        first = engine.first_success([b"won!", b"slow1", b"slow2"], smaller_than=100, label="t")
+        assert first == (0, b"won!")
+        engine.set_jobs(2)  # the two slow tests, given up, still hold both jobs
+        batch = [b"known-good", b"known!", b"later"]
+        assert engine.first_success(batch, smaller_than=100, label="t") == (1, b"known!")
+        assert not release.is_set() and b"later" not in recorder.started
+    finally:
+        release.set()
+
+
 def test_at_most_jobs_runs_at_once(make_engine):
     recorder = Recorder(lambda text: 0.1)
     engine = make_engine(recorder, jobs=3)
