@@ -276,7 +276,6 @@ class Engine:
             return None
         if not cached.local and getattr(self._context, "reading_ahead", False):
             return None  # a test still running may end the trust: the judgement decides it
-
         self.stats.cache_hits += 1
         self.stats.of_pass(self._label()).cache_hits += 1
         if not cached.local:
