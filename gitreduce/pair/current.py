@@ -119,6 +119,8 @@ class PairJudge:
             engine.stats.not_smaller += 1
             return False
         seed_tested, variant_tested = self._tested(candidate)
+        if seed_tested == variant_tested:
+            return False  # one text cannot both pass and fail: the difference went whole
         variant = engine.recall(variant_tested, self._variant_ok)
         if variant is not None and not self._variant_ok(variant):
             return False

@@ -143,3 +143,19 @@ def test_one_job_asks_one_side_at_a_time_and_a_refusal_costs_one_test(engines):
     assert found is not None and found[0] == 1
     assert most == 1
     assert engine.stats.tests_run == 3  # `no bug`; then `bug!` and `seed`
+
+
+def test_a_pair_whose_sides_are_the_same_text_is_refused_without_a_test(engines):
+    """A deletion that takes the whole difference (the statement holding it, its
+    function) leaves one text on both sides, which cannot pass and fail at once: no
+    test is spent on it, the next pair is judged as usual."""
+    tested: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tested.append(text)
+        return verdict(text)
+
+    engine, found = judged(engines, run, [(b"same", b"same"), (b"seed", b"bug!")], jobs=1)
+    assert found is not None and found[0] == 1
+    assert sorted(tested) == [b"bug!", b"seed"]
+    assert engine.stats.tests_run == 2
