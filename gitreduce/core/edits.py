@@ -50,8 +50,10 @@ def apply(
     they respell everywhere (see `Rendered`).
 
     A deletion that would glue two words together (`int x` losing nothing but
-    what stood between `int` and `x` without space) leaves one space instead, so a
-    deletion never silently creates a new identifier.
+    what stood between `int` and `x` without space) leaves one space instead,
+    and a replacement that would glue to a word beside it (`feature(x)`'s
+    brackets replaced by `y`) gets a space on that side: an edit never
+    silently creates a new identifier.
     """
     ordered = sorted(edits)
     pieces: list[bytes] = []
@@ -77,6 +79,14 @@ def apply(
         ):
             replacement = b" "
         if replacement:
+            if last_byte >= 0 and _is_word_byte(last_byte) and _is_word_byte(replacement[0]):
+                replacement = b" " + replacement
+            if (
+                edit.end < len(text)
+                and _is_word_byte(replacement[-1])
+                and _is_word_byte(text[edit.end])
+            ):
+                replacement += b" "
             pieces.append(replacement)
             last_byte = replacement[-1]
         splices.append((edit.start, edit.end, replacement))
