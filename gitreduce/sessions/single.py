@@ -154,6 +154,8 @@ def reduce_file(
         if settled.back:
             current = Current(settled.result, run.engine, syntax)
             warnings.append(backed_off(settled, f"{current.tokens} tokens"))
+    if current.tokens == 0 and before_tokens > 0 and not run.interrupted:
+        warnings.append(empty_result(run.spec))
     settings = replace(settings, test=run.spec.command)
     if output is not None:
         output.write_bytes(current.text)
@@ -197,4 +199,19 @@ def reduce_file(
         branch=branch,
         commits=commits,
         result=current.text,
+    )
+
+
+def empty_result(spec: TestSpec) -> str:
+    """What an empty result most often means: a test that fails without looking at the
+    candidate (a usage error's exit 1 counts as bad under `git bisect run`'s rules)."""
+    reads = (
+        f"it runs as `{spec.command}`, without the candidate's path: "
+        if spec.with_file_argument() is not None
+        else ""
+    )
+    return (
+        "the result is empty: the test says an empty file fails the same way as the "
+        f"original. If that is not the bug, the test may not read the candidate ({reads}"
+        "put `{}` where the path goes, or read $GITREDUCE_FILE)"
     )

@@ -196,6 +196,27 @@ def test_a_test_wrong_with_and_without_the_argument_reports_the_plain_run(tmp_pa
     check_one_line_error(process, "not bad", "exit 125")
 
 
+def test_a_test_that_fails_whatever_the_file_leaves_an_empty_result_and_says_why(tmp_path):
+    """A bench-style `test.sh FILE` whose usage error exits 1, run without `{}`: every
+    candidate is bad, the result is empty, and the user is told where to look."""
+    cwd = workdir(tmp_path)
+    script(
+        cwd / "usage-error.sh", "f=${1:?usage: usage-error.sh FILE}\nexec " + f'{TEST_SH} "$f"\n'
+    )
+    process = run_cli("variant.c", "--test", "./usage-error.sh", "--json", cwd=cwd)
+    assert process.returncode == 0, process.stderr
+    summary = json.loads(process.stdout)
+    assert summary["tokens_after"] == 0
+    warning = next(w for w in summary["warnings"] if w.startswith("the result is empty"))
+    assert "runs as `./usage-error.sh`" in warning and "`{}`" in warning
+    rerun = run_cli(
+        "variant.c", "--test", "./usage-error.sh {}", "--output", "out.c", "--json", cwd=cwd
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["tokens_after"] > 0
+    assert not any("empty" in w for w in json.loads(rerun.stdout)["warnings"])
+
+
 def test_plain_text_without_grammar_warns(tmp_path):
     (tmp_path / "notes.txt").write_text("alpha beta\ngamma NEEDLE delta\nepsilon\n")
     script = tmp_path / "has-needle.sh"
