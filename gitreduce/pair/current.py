@@ -197,6 +197,8 @@ class PairCurrent:
         self.variant_ok = variant_ok
         self._on_change = on_change
         self.refusals = Refusals()
+        # whether a repair put deleted pieces back (see `ppr.min_commonality`)
+        self.repaired = False
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
 
     @property

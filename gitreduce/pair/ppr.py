@@ -181,12 +181,17 @@ def min_commonality(current: PairCurrent) -> bool:
     `SeedCurrent`): Perses-style tree sweeps with hoisting and stock phrases,
     names, parameters, brackets, tokens, token windows and the passes past
     1-minimality; every candidate seed's edits are carried over to the
-    variant, and both are judged. Its final passes wait for `finish_commonality`:
-    a whitespace pass here would make every text of the next round new, and
-    the next round's MinCommonality pay again for what this one settled.
+    variant, and both are judged. In a pair a repair made, the passes that
+    take a name, a parameter or a result with everything tied to it come
+    first in each round (`GROUPS_FIRST_ROUND`): the pieces a repair puts back
+    are each needed given the others (a result type, the value returned and
+    the variable holding it), knots the tree can only take part by part. Its
+    final passes wait for `finish_commonality`: a whitespace pass here would
+    make every text of the next round new, and the next round's
+    MinCommonality pay again for what this one settled.
     """
     before = measure(current.state)
-    reduce_program(SeedCurrent(current), final=False)
+    reduce_program(SeedCurrent(current), final=False, groups_first=current.repaired)
     return measure(current.state) < before
 
 
@@ -291,7 +296,8 @@ def variant_first(current: PairCurrent) -> bool:
             pass
         newest = len(history) - 1
         if not checking:
-            return _repair(current.syntax, base, origins_of(newest)[1], first_lifting)
+            current.repaired = _repair(current.syntax, base, origins_of(newest)[1], first_lifting)
+            return current.repaired
         if known == newest or lifted(newest):
             return newest >= 0
     except _Unliftable:

@@ -159,6 +159,7 @@ def test_the_variant_is_reduced_alone_and_the_seed_follows() -> None:
     tested: list[bytes] = []
     current = pair_current(tested=tested)
     assert variant_first(current)
+    assert not current.repaired
     seed, variant = current.state.seed_text(), current.state.variant_text()
     assert not bug(seed) and bug(variant)
     assert len(seed) < len(SEED) // 4 and len(variant) < len(VARIANT) // 4
@@ -175,6 +176,7 @@ def test_a_later_lift_that_is_refused_stops_the_sweeps() -> None:
     tested: list[bytes] = []
     current = pair_current(tested=tested, seed_needs=has_main)
     assert variant_first(current)
+    assert not current.repaired
     lifts = [at for at, text in enumerate(tested) if a_seed(text)]
     refused = [at for at in lifts if not has_main(tested[at])]
     assert refused, "no lift failed: the rule does not test what it should"
@@ -196,6 +198,7 @@ def test_when_the_first_lift_is_refused_the_pieces_the_seed_needs_come_back() ->
     tested: list[bytes] = []
     current = pair_current(tested=tested, seed_needs=compiles)
     assert variant_first(current)
+    assert current.repaired  # MinCommonality's rounds then take groups first
     lifts = [at for at, text in enumerate(tested) if a_seed(text)]
     assert not compiles(tested[lifts[0]]), "the first lift passed: the rule tests nothing"
     assert any(not a_seed(text) for text in tested[lifts[0] :])  # the sweeps went on

@@ -15,7 +15,15 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import GATED_ONLY, Predicate, calls, make_engine, parses_cleanly, reduce_text
+from support import (
+    GATED_ONLY,
+    Predicate,
+    calls,
+    current_for,
+    make_engine,
+    parses_cleanly,
+    reduce_text,
+)
 
 from gitreduce.core.current import Current, Unit, delete_units, first_then_delete_units
 from gitreduce.lang import grammars
@@ -456,3 +464,24 @@ def test_generated_c_programs(statements, data):
     assert len(one.text) <= len(program)
     assert reduce_text(program, "c", predicate, jobs=2).text == one.text
     assert reduce_text(one.text, "c", predicate).text == one.text
+
+
+@pytest.mark.parametrize(
+    ("groups_first", "first_passes"),
+    [
+        (False, ["tree", "names", "parameters", "results"]),
+        (True, ["names", "parameters", "results", "tree"]),
+    ],
+)
+def test_the_group_passes_can_go_before_the_tree(groups_first, first_passes):
+    """A pair a repair made runs its rounds with the passes that take a name, a
+    parameter or a result with everything tied to it first (`ppr.min_commonality`)."""
+    program = b"int f(int a) { return a; }\nint main(void) { int unused; foo(f(1)); }\n"
+    current = current_for(program, "c", calls("c", b"foo"))
+    try:
+        reduce_program(current, groups_first=groups_first)
+    finally:
+        current.engine.close()
+    ran = [entry["pass"] for entry in current.engine.stats.pass_profile()]
+    assert ran[:4] == first_passes
+    assert b"foo" in current.text
