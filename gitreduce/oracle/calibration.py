@@ -144,6 +144,8 @@ def _batch(oracle: TestRunner, content: bytes, count: int) -> list[Run]:
 
 
 def _require_executable(command: str) -> None:
+    if not command.strip():
+        raise UserError('the test command is empty (an unset variable in --test "$TEST"?)')
     word = first_word(command)
     if word is not None and "/" in word:
         path = Path(word).expanduser()

@@ -290,6 +290,13 @@ def test_test_command_not_found(tmp_path):
     check_one_line_error(process, "could not run", "not found")
 
 
+@pytest.mark.parametrize("command", ["", "   "])
+def test_an_empty_test_command_is_refused(tmp_path, command):
+    cwd = workdir(tmp_path)
+    process = run_cli("variant.c", "--test", command, cwd=cwd)
+    check_one_line_error(process, "the test command is empty")
+
+
 def test_original_is_good(tmp_path):
     (tmp_path / "fine.c").write_text("int main(void) {\n    return 0;\n}\n")
     process = run_cli("fine.c", "--test", TEST_SH, cwd=tmp_path)
