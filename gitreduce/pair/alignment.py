@@ -71,6 +71,68 @@ def diff_ops(seed: list[bytes], variant: list[bytes]) -> list[tuple[int, int]]:
     return [(op, len(text)) for op, text in differ.diff_main(encoded_seed, encoded_variant, False)]
 
 
+def _starts_line(tokens: TokenList, index: int) -> bool:
+    """Whether token `index` is the first of its line (the end of the text counts as one)."""
+    if index == 0 or index >= len(tokens):
+        return True
+    return b"\n" in tokens.text[tokens.ends[index - 1] : tokens.starts[index]]
+
+
+def slid_to_lines(
+    token_diff: list[tuple[int, int]], seed: TokenList, variant: TokenList
+) -> list[tuple[int, int]]:
+    """`token_diff` with each pure insertion or deletion slid to the place where it covers
+    whole lines, where it can slide.
+
+    A minimal diff may place an inserted statement anywhere its first token repeats
+    after it: `let a = 1; let` inserted after the seed's `let`, rather than the
+    statement before it. Every placement is as small, but this one pairs the seed's
+    `let` with the inserted statement's, so every edit of the seed's statement the
+    reducers carry over to the variant breaks both statements there, and the shared
+    code around a difference can never go. As git's diff slides its hunks to blank
+    lines, a hunk here goes where it starts and ends at line breaks, the most whole
+    lines first; where no placement does better, it stays where Myers put it.
+    """
+    ops = [list(op) for op in token_diff if op[1]]
+    seed_texts, variant_texts = seed.texts(), variant.texts()
+    seed_at = variant_at = 0
+    for position, (change, count) in enumerate(ops):
+        sliding = (
+            change != 0
+            and 0 < position < len(ops) - 1
+            and ops[position - 1][0] == 0
+            and ops[position + 1][0] == 0
+        )
+        if sliding:
+            tokens, texts, start = (
+                (variant, variant_texts, variant_at) if change > 0 else (seed, seed_texts, seed_at)
+            )
+            before, after = ops[position - 1][1], ops[position + 1][1]
+            low = start
+            while start - low < before - 1 and texts[low - 1] == texts[low - 1 + count]:
+                low -= 1
+            high = start
+            while high - start < after - 1 and texts[high] == texts[high + count]:
+                high += 1
+            best = max(
+                range(low, high + 1),
+                key=lambda at: (
+                    _starts_line(tokens, at) + _starts_line(tokens, at + count),
+                    at == start,
+                ),
+            )
+            shift = best - start
+            ops[position - 1][1] += shift
+            ops[position + 1][1] -= shift
+            seed_at += shift
+            variant_at += shift
+        if change <= 0:
+            seed_at += count
+        if change >= 0:
+            variant_at += count
+    return [(change, count) for change, count in ops]
+
+
 class Alignment:
     """Δ_L of two token lists: common runs and the hunks between them, in text order.
 
@@ -89,7 +151,7 @@ class Alignment:
         self.seed = seed
         self.variant = variant
         if token_diff is None:
-            token_diff = diff_ops(seed.texts(), variant.texts())
+            token_diff = slid_to_lines(diff_ops(seed.texts(), variant.texts()), seed, variant)
         ops: list[Equal | Hunk] = []
         hunks: list[Hunk] = []
         seed_at = variant_at = 0

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gitreduce.lang import grammars
-from gitreduce.pair.alignment import Alignment, Hunk
+from gitreduce.pair.alignment import Alignment, Hunk, diff_ops
+from gitreduce.pair.tokens import tokenize
 
 CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "cases"
 
@@ -92,3 +93,61 @@ def test_difference_sizes_of_the_benchmark_cases_are_the_benchmarks(name: str, s
     assert grammar is not None
     alignment = Alignment.of(seed_path.read_bytes(), variant_path.read_bytes(), grammar)
     assert alignment.diff_size == size
+
+
+def inserted(alignment: Alignment) -> list[bytes]:
+    """Each hunk's variant tokens, joined as in the variant."""
+    variant = alignment.variant
+    return [
+        variant.text[variant.starts[hunk.variant_start] : variant.ends[hunk.variant_end - 1]]
+        for hunk in alignment.hunks
+        if hunk.variant_end > hunk.variant_start
+    ]
+
+
+def test_an_inserted_statement_is_aligned_as_the_whole_lines_it_adds() -> None:
+    """Myers places the insertion after the seed's `let` (`limit ... ; let`), pairing the
+    seed's statement with the inserted one: then no edit of the seed's statement carries
+    to a variant that parses. The hunk slides to the lines it adds."""
+    rust = grammars.load("rust")
+    seed = b"fn f() {\n    let cap = 8;\n    let mut slots = 1;\n}\n"
+    variant = seed.replace(b"    let mut", b'    let limit: u32 = "eight";\n    let mut')
+    assert inserted(Alignment.of(seed, variant, rust)) == [b'let limit: u32 = "eight";']
+    deleted = Alignment.of(variant, seed, rust)
+    (hunk,) = deleted.hunks
+    assert (
+        deleted.seed.text[
+            deleted.seed.starts[hunk.seed_start] : deleted.seed.ends[hunk.seed_end - 1]
+        ]
+        == b'let limit: u32 = "eight";'
+    )
+
+
+def test_a_hunk_that_covers_no_more_lines_elsewhere_stays_where_myers_put_it() -> None:
+    seed = b"int f(void) {\n    x = a + a + b;\n}\n"
+    variant = b"int f(void) {\n    x = a + a + a + b;\n}\n"
+    c = grammars.load("c")
+    seed_tokens, variant_tokens = tokenize(seed, c), tokenize(variant, c)
+    myers = Alignment(
+        seed_tokens, variant_tokens, diff_ops(seed_tokens.texts(), variant_tokens.texts())
+    )
+    assert Alignment.of(seed, variant, c).hunks == myers.hunks
+
+
+lines = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "x", ";"]), st.sampled_from([" ", "\n"])), max_size=20
+)
+
+
+@given(lines, lines)
+def test_sliding_keeps_the_diff_minimal_and_the_pairs_equal(seed, variant) -> None:
+    alignment = Alignment.of(
+        "".join(token + gap for token, gap in seed).encode(),
+        "".join(token + gap for token, gap in variant).encode(),
+    )
+    first, second = alignment.seed.texts(), alignment.variant.texts()
+    assert alignment.diff_size == len(first) + len(second) - 2 * lcs_length(first, second)
+    for index, mapped in enumerate(alignment.seed_to_variant):
+        if mapped >= 0:
+            assert first[index] == second[mapped]
+            assert alignment.variant_to_seed[mapped] == index
