@@ -191,7 +191,12 @@ def min_commonality(current: PairCurrent) -> bool:
     MinCommonality pay again for what this one settled.
     """
     before = measure(current.state)
-    reduce_program(SeedCurrent(current), final=False, groups_first=current.repaired)
+    reduce_program(
+        SeedCurrent(current),
+        final=False,
+        groups_first=current.repaired,
+        learnt=current.catalog(),
+    )
     return measure(current.state) < before
 
 

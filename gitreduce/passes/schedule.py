@@ -91,11 +91,15 @@ class Program:
     final_newline: bool
 
     @staticmethod
-    def of(current: Current) -> Program:
+    def of(current: Current, learnt: Catalog | None = None) -> Program:
+        """`learnt`: which kinds stood in the same slot in an earlier original (a pair's
+        programs as they began), kept with what `current` teaches."""
         original = None
         if current.parsed is not None and current.syntax is not None:
             original = Catalog(current.syntax.grammar)
             original.learn(current.parsed)
+            if learnt is not None:
+                original.share_slots(learnt)
         return Program(current, original, current.text.endswith(b"\n"))
 
 
@@ -277,7 +281,13 @@ def _rounds(program: Program, order: tuple[Pass[Program], ...]) -> None:
             return
 
 
-def reduce_program(current: Current, *, final: bool = True, groups_first: bool = False) -> None:
+def reduce_program(
+    current: Current,
+    *,
+    final: bool = True,
+    groups_first: bool = False,
+    learnt: Catalog | None = None,
+) -> None:
     """Shrink `current` in place until neither a whole round nor the late passes find
     anything, then run the final passes; interruptible at any point.
 
@@ -287,9 +297,10 @@ def reduce_program(current: Current, *, final: bool = True, groups_first: bool =
     `finish_program`: a file set first runs the passes over the whole set
     there (`passes/across.py`), on texts the lenient pass has not yet taken
     outside their grammar, where names are still found in the trees they
-    parse to. With `groups_first` each round is `GROUPS_FIRST_ROUND`.
+    parse to. With `groups_first` each round is `GROUPS_FIRST_ROUND`; `learnt`:
+    see `Program.of`.
     """
-    program = Program.of(current)
+    program = Program.of(current, learnt)
     while True:
         _rounds(program, GROUPS_FIRST_ROUND if groups_first else ROUND)
         progress = False

@@ -187,6 +187,13 @@ class Catalog:
         self._stock.clear()
         self._pairs.clear()
 
+    def share_slots(self, other: Catalog) -> None:
+        """Take which kinds stand in the same slot from `other` too (its phrases stay its own)."""
+        for kind, slots in other._slots.items():
+            self._slots.setdefault(kind, set()).update(slots)
+        self._stock.clear()
+        self._pairs.clear()
+
     def compatible(self, kind: str, other: str) -> bool:
         """Whether a node of kind `other` may plausibly stand where a `kind` node stands."""
         known = self._pairs.get((kind, other))
