@@ -79,7 +79,10 @@ def _starts_line(tokens: TokenList, index: int) -> bool:
 
 
 def slid_to_lines(
-    token_diff: list[tuple[int, int]], seed: TokenList, variant: TokenList
+    token_diff: list[tuple[int, int]],
+    seed: TokenList,
+    variant: TokenList,
+    token_texts: tuple[list[bytes], list[bytes]],
 ) -> list[tuple[int, int]]:
     """`token_diff` with each pure insertion or deletion slid to the place where it covers
     whole lines, where it can slide.
@@ -92,9 +95,10 @@ def slid_to_lines(
     code around a difference can never go. As git's diff slides its hunks to blank
     lines, a hunk here goes where it starts and ends at line breaks, the most whole
     lines first; where no placement does better, it stays where Myers put it.
+    `token_texts`: both programs' token texts, as the diff compared them.
     """
     ops = [list(op) for op in token_diff if op[1]]
-    seed_texts, variant_texts = seed.texts(), variant.texts()
+    seed_texts, variant_texts = token_texts
     seed_at = variant_at = 0
     for position, (change, count) in enumerate(ops):
         sliding = (
@@ -151,7 +155,8 @@ class Alignment:
         self.seed = seed
         self.variant = variant
         if token_diff is None:
-            token_diff = slid_to_lines(diff_ops(seed.texts(), variant.texts()), seed, variant)
+            texts = seed.texts(), variant.texts()
+            token_diff = slid_to_lines(diff_ops(*texts), seed, variant, texts)
         ops: list[Equal | Hunk] = []
         hunks: list[Hunk] = []
         seed_at = variant_at = 0

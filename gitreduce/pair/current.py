@@ -210,8 +210,8 @@ class PairCurrent:
         return measure(self.state)[1]
 
     def catalog(self) -> Catalog | None:
-        """What both programs taught as the pair began, learnt once: MinCommonality takes
-        from it which kinds stand in the same slot (see `Program.of`).
+        """Which kinds stood in the same slot in both programs as the pair began, learnt
+        once for MinCommonality (see `Program.of`).
 
         A single program's tree hoists between kinds that share a slot in its
         original; MinCommonality runs on a seed already reduced, which may no
@@ -224,7 +224,7 @@ class PairCurrent:
         if self._catalog is None and self.syntax is not None:
             catalog = Catalog(self.syntax.grammar)
             for text in (self._first.seed_text(), self._first.variant_text()):
-                catalog.learn(self.syntax.parse(text))
+                catalog.learn(self.syntax.parse(text), phrases=False)
             self._catalog = catalog
         return self._catalog
 

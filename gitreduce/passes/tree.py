@@ -161,7 +161,8 @@ class Catalog:
         copy.learn(parsed)
         return copy
 
-    def learn(self, parsed: Parsed) -> None:
+    def learn(self, parsed: Parsed, *, phrases: bool = True) -> None:
+        """Take the phrases and slots of `parsed`; only its slots when not `phrases`."""
         pending = [parsed.tree.root_node]
         while pending:
             node = pending.pop()
@@ -171,6 +172,8 @@ class Catalog:
                 pending.append(child)
                 field_name = node.field_name_for_child(index) or "*"
                 self._slots.setdefault(child.type, set()).add((node.type, field_name))
+            if not phrases:
+                continue
             tokens = parsed.tokens_in(node.start_byte, node.end_byte)
             if 0 < tokens <= self.MAX_TOKENS and not node.has_error:
                 phrase = parsed.text[node.start_byte : node.end_byte]
