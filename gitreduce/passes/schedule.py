@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from gitreduce.core.current import Current, Unit, delete_units
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.syntax import plain_tokens
+from gitreduce.passes.aliases import alias_declarations
 from gitreduce.passes.conversions import convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
 from gitreduce.passes.lenient import delete_tokens_ungated, worthwhile
@@ -224,6 +225,12 @@ LATE: tuple[Pass[Program], ...] = (
         "a `for` with a condition to a `while`; an `if` or loop to its condition alone; "
         "a variable without a value to the parameter of the one function using it",
         applies=_parsed,
+    ),
+    Pass(
+        "aliases",
+        lambda program: alias_declarations(program.current),
+        "a declaration nothing refers to made an alias of one type it names (`type T = R<1>;`)",
+        applies=lambda program: small_enough(program.current),
     ),
     Pass(
         "subtrees",

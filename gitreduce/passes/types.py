@@ -40,7 +40,7 @@ PLAIN_TYPE = {
 _TYPE_NAMES = frozenset({"type_identifier"})
 # what `int8_t` or `size_t` is in tree-sitter's C: another type the plain one may replace
 _PRIMITIVE = "primitive_type"
-_ALIASES = frozenset({"type_definition", "alias_declaration", "type_item"})
+ALIAS_KINDS = frozenset({"type_definition", "alias_declaration", "type_item"})
 # a type name after `struct`, `enum`... is a tag, not a type a plain one can replace
 _TAGGED = frozenset(
     {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier", "struct_item"}
@@ -83,7 +83,7 @@ def _aliases(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
     pending = [root]
     while pending:
         node = pending.pop()
-        if node.type in _ALIASES:
+        if node.type in ALIAS_KINDS:
             yield node
         else:
             pending.extend(reversed(node.children))
@@ -95,7 +95,7 @@ def _defined(root: tree_sitter.Node) -> set[bytes]:
     pending = [root]
     while pending:
         node = pending.pop()
-        if node.type in _ALIASES or node.type in _TAGGED:
+        if node.type in ALIAS_KINDS or node.type in _TAGGED:
             for field in ("name", "declarator"):
                 named = node.child_by_field_name(field)
                 if named is not None and named.type in _TYPE_NAMES:
