@@ -201,6 +201,9 @@ class Engine:
         self._syntax_rejects: set[str] = set()
         self._warm_ups: list[tuple[object, Job]] = []
         self._waiting = 0  # judgements blocked on an identical test another one runs
+        # whether a batch may still start candidates, and the tests waiting till it does not
+        self._batch_open = False
+        self._offers: deque[tuple[Callable[[], bool], tickets.Ticket]] = deque()
         self._job_freed: Future[None] = Future()  # set when a job may have come free
         self._running = 0
         self._busy_since = 0.0
@@ -412,8 +415,8 @@ class Engine:
         future.add_done_callback(self._job_done)
         return Job(future, ticket)
 
-    def test_beside(self, text: bytes, accepts: Accepts) -> Job | None:
-        """Start the test of `text` in a job nobody is using, or None when every job is busy.
+    def test_beside(self, text: bytes, accepts: Accepts) -> tickets.Ticket | None:
+        """Run the test of `text` in a job nobody needs; None when there will be none.
 
         A judgement that needs two tests (a pair's seed and variant) asks them
         one after the other, so that a candidate the first refuses costs one
@@ -421,9 +424,13 @@ class Engine:
         second may as well run beside the first: when both pass, the judgement
         takes one test's time instead of two. The run only fills the cache;
         the judgement still asks `outcome`, which waits on the run in flight.
-        The caller abandons the job once its answer is not wanted (the first
-        test refused, the judgement itself was given up): the oracle kills its
-        test, as it does any speculation's.
+        While the batch still has candidates to start, the next candidate's
+        first test is worth more than this one's second (most first tests
+        refuse), so the test waits as an offer that the batch starts once it
+        has nothing else for an idle job. The caller abandons the returned
+        ticket once the answer is not wanted (the first test refused, the
+        judgement itself was given up): an offer is then dropped, a running
+        test killed by the oracle, as any speculation's is.
         """
         if self.jobs < 2:
             return None
@@ -437,12 +444,31 @@ class Engine:
 
         # checked and taken under one lock: workers ask too, and two must not take one job
         with self._lock:
+            if self._batch_open:
+                self._offers.append((labelled, ticket))
+                return ticket
             if self._busy_locked() >= self.jobs:
                 return None
-            future = self._executor.submit(labelled)
-            self._jobs_in_flight.add(future)
+            future = self._start_locked(labelled)
         future.add_done_callback(self._job_done)
-        return Job(future, ticket)
+        return ticket
+
+    def _start_locked(self, work: Callable[[], bool]) -> Future[bool]:
+        future = self._executor.submit(work)
+        self._jobs_in_flight.add(future)
+        return future
+
+    def _close_batch(self) -> None:
+        """The batch has no candidate left to start: idle jobs take the offers waiting."""
+        started = []
+        with self._lock:
+            self._batch_open = False
+            while self._offers and self._busy_locked() < self.jobs:
+                work, ticket = self._offers.popleft()
+                if not ticket.abandoned:
+                    started.append(self._start_locked(work))
+        for future in started:
+            future.add_done_callback(self._job_done)
 
     def _job_done(self, future: Future[bool]) -> None:
         with self._lock:
@@ -535,10 +561,15 @@ class Engine:
         """
         outer = self._label()
         self._context.label = label
+        with self._lock:
+            self._batch_open = True
         try:
             found = self._first_judged(candidates, judge, label, lookahead)
         finally:
             self._context.label = outer
+            with self._lock:
+                self._batch_open = False
+                self._offers.clear()  # their judgements were answered or given up
         if found is not None:
             self._abandon_warm_ups()
             with self._lock:
@@ -611,6 +642,8 @@ class Engine:
                     break
                 else:
                     pull()
+            if not ready and (exhausted or earliest_success is not None):
+                self._close_batch()
             # every job busy: the next candidate's cheap checks run meanwhile, not after
             for _ in range(_READ_AHEAD):
                 if ready or exhausted or earliest_success is not None:

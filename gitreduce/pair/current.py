@@ -137,6 +137,12 @@ class PairJudge:
             return False
         return None
 
+    def variant_parses(self, variant: bytes) -> bool:
+        """Whether a variant passes its syntax check: what `quick` asks of a pair no verdict
+        decides yet, the same whatever the cache holds (so a search that picks what to ask
+        by it picks the same with any number of jobs)."""
+        return self._engine.parses(variant, self._variant_precheck)
+
     def _tested(self, candidate: PairCandidate) -> tuple[bytes, bytes]:
         """What the test runs on for each side: the texts, or their sets with them in place."""
         if self._places is None:
@@ -158,12 +164,12 @@ class PairJudge:
         if beside is None:
             return self._passes(checks)
         judgement = tickets.current()
-        linked = judgement.stoppable(beside.ticket.abandon) if judgement else nullcontext()
+        linked = judgement.stoppable(beside.abandon) if judgement else nullcontext()
         try:
             with linked:
                 return self._passes(checks)
         finally:
-            beside.ticket.abandon()
+            beside.abandon()
 
     def _passes(self, checks: list[tuple[bool, bytes, Callable[[Outcome], bool]]]) -> bool:
         for is_seed, text, ok in checks:

@@ -263,6 +263,9 @@ def variant_first(current: PairCurrent) -> bool:
         )
         return current.try_states(states)
 
+    def variant_parses(variant: bytes) -> bool:
+        return current.judge(measure(current.state)).variant_parses(variant)
+
     def accepted(reduced: Current) -> None:
         nonlocal known, checking
         history.append(reduced.text)
@@ -301,7 +304,9 @@ def variant_first(current: PairCurrent) -> bool:
             pass
         newest = len(history) - 1
         if not checking:
-            current.repaired = _repair(current.syntax, base, origins_of(newest)[1], first_lifting)
+            current.repaired = _repair(
+                current.syntax, base, origins_of(newest)[1], first_lifting, variant_parses
+            )
             return current.repaired
         if known == newest or lifted(newest):
             return newest >= 0
@@ -329,6 +334,7 @@ def _repair(
     base: Alignment,
     origins: list[int],
     first_lifting: Callable[[Iterable[tuple[TokenList, list[int]]]], int | None],
+    variant_parses: Callable[[bytes], bool],
 ) -> bool:
     """Whether putting back deleted pieces of the original variant into the reduced one
     gave a pair whose seed, lifted to it, passes (it became the pair)."""
@@ -340,9 +346,19 @@ def _repair(
     def first_holding(sets: list[list[Unit]]) -> int | None:
         return first_lifting(restoration.render(units, syntax.grammar) for units in sets)
 
+    def testable(units: list[Unit]) -> bool:
+        """The restored variant parses (the lifted seed rarely fails where it does not):
+        its text alone, without the tokens matched or the seed lifted."""
+        return variant_parses(restoration.text(units))
+
     units = deleted_units(tree, restoration.kept)
     return restore_fewest(
-        tree, units, first_holding, most=_MOST_PIECES, smallest_split=_SMALLEST_SPLIT
+        tree,
+        units,
+        first_holding,
+        most=_MOST_PIECES,
+        smallest_split=_SMALLEST_SPLIT,
+        testable=testable,
     )
 
 

@@ -26,7 +26,7 @@ from typing import TypeVar
 import tree_sitter
 
 from gitreduce.lang.grammars import Grammar
-from gitreduce.pair.lift import diffed_origins
+from gitreduce.pair.lift import Provenance
 from gitreduce.pair.token_tree import TokenTree
 from gitreduce.pair.tokens import TokenList, join, tokenize
 
@@ -100,31 +100,64 @@ class Restoration:
         self._variant = variant
         self.kept = {origin for origin in origins if origin >= 0}
 
-    def render(self, units: Iterable[Unit], grammar: Grammar | None) -> tuple[TokenList, list[int]]:
-        """The variant with `units` restored, and each of its tokens' original index."""
+    def text(self, units: Iterable[Unit]) -> bytes:
+        """The variant with `units` restored: what its syntax is checked on, before the
+        tokens of a text worth asking about are matched with the original's."""
+        return self._rendered(sorted(self.kept.union(*units)))[0]
+
+    def _rendered(self, included: list[int]) -> tuple[bytes, Provenance]:
+        """The text of the original tokens `included`, and where its bytes came from."""
         variant = self._variant
-        included = sorted(self.kept.union(*units))
         chunks: list[bytes] = []
+        origins: list[int] = []
         run_start = 0
         for at in range(1, len(included) + 1):
             if at == len(included) or included[at] != included[at - 1] + 1:
                 first, last = included[run_start], included[at - 1]
-                chunks.append(variant.text[variant.leads[first] : variant.ends[last]])
+                origins.append(variant.leads[first])
+                chunks.append(variant.text[origins[-1] : variant.ends[last]])
                 run_start = at
-        text = join(chunks) + variant.text[variant.tail :]
+        chunks.append(variant.text[variant.tail :])
+        origins.append(variant.tail)
+        text = join(chunks)
+        # `join` puts a space before a chunk only where two tokens would merge
+        segments = []
+        position = 0
+        for chunk, origin in zip(chunks, origins, strict=True):
+            if text[position : position + len(chunk)] != chunk:
+                position += 1
+            segments.append((position, position + len(chunk), origin))
+            position += len(chunk)
+        return text, Provenance(segments)
+
+    def render(self, units: Iterable[Unit], grammar: Grammar | None) -> tuple[TokenList, list[int]]:
+        """The variant with `units` restored, and each of its tokens' original index: by
+        position, or where joined runs lex differently (a `>` beside a `>`), by the
+        bytes each token came from."""
+        included = sorted(self.kept.union(*units))
+        text, provenance = self._rendered(included)
         tokens = tokenize(text, grammar)
         if len(tokens) != len(included):
-            return tokens, diffed_origins(variant, tokens)
+            return tokens, provenance.origins(self._variant, tokens)
         return tokens, included
 
 
 # Asks which of several sets holds first (in order), or None: one batch of candidates, so
 # with several jobs the sets are tested at once
 FirstHolding = Callable[[list[list[Item]]], int | None]
+# Whether a set could hold at all, known without a test (its programs parse)
+Testable = Callable[[list[Item]], bool]
+# Prefix lengths looked at from each probe on for one a test can decide
+_SCANNED = 4
 
 
 def fewest_needed(
-    items: Sequence[Item], first_holding: FirstHolding[Item], *, most: int, probes: int = 2
+    items: Sequence[Item],
+    first_holding: FirstHolding[Item],
+    *,
+    most: int,
+    probes: int = 2,
+    testable: Testable[Item] | None = None,
 ) -> list[Item] | None:
     """The last set of `items` found to hold: at best one whose every item was needed
     given the ones before it; None when no set held before `most` were chosen.
@@ -137,6 +170,13 @@ def fewest_needed(
     `holds` of all items is assumed (the program as it is) and never asked.
     Every set asked about is a subset of the last one that held, so the asker
     may adopt each success as it comes.
+
+    A prefix that is not `testable` (most cut a construct in two) is refused
+    without asking, and the probe moves on to the next longer prefix, a few
+    at most, so the sets asked at once are ones a test decides: with the
+    untestable ones in the batch, each batch was mostly one test, run alone.
+    Whether a set is testable is a syntax check, the same with any number of
+    jobs.
     """
     chosen: list[Item] = []
     rest = list(items)
@@ -146,23 +186,47 @@ def fewest_needed(
         low_refused = False  # whether chosen with rest[:low] was found not to
         while not low_refused or high - low > 1:
             step = max(1, (high - low) // (probes + 1))
-            points = [] if low_refused else [low]
-            points += list(range(low + step, high, step))[:probes]
+            targets = list(range(low + step, high, step))[:probes]
+            probed, untestable = _testable_points(chosen, rest, targets, high, testable)
+            points = probed if low_refused else [low, *probed]
             sets = [chosen + rest[:point] for point in points]
-            found = first_holding(sets)
+            found = first_holding(sets) if sets else None
             if found is None:
-                low, low_refused = points[-1], True
+                low, low_refused = max([low, *points, *untestable]), True
                 continue
             if points[found] == 0:
                 return chosen
             high, held = points[found], sets[found]
-            if found > 0:
-                low, low_refused = points[found - 1], True
+            refused = [point for point in (*points[:found], *untestable) if point < high]
+            if refused:
+                low, low_refused = max(refused), True
         if high == 0:
             break
         chosen.append(rest[high - 1])
         rest = rest[: high - 1]
     return held
+
+
+def _testable_points(
+    chosen: list[Item],
+    rest: list[Item],
+    targets: list[int],
+    high: int,
+    testable: Testable[Item] | None,
+) -> tuple[list[int], list[int]]:
+    """The prefix lengths to ask about, each the first testable one from a target on
+    (a few looked at, never reaching the next target), and those refused untested."""
+    points: list[int] = []
+    untestable: list[int] = []
+    for target, limit in zip(targets, [*targets[1:], high][: len(targets)], strict=True):
+        end = min(limit, target + _SCANNED)
+        point = target
+        while point < end and testable is not None and not testable(chosen + rest[:point]):
+            untestable.append(point)
+            point += 1
+        if point < end:
+            points.append(point)
+    return points, untestable
 
 
 def restore_fewest(
@@ -172,18 +236,24 @@ def restore_fewest(
     *,
     most: int,
     smallest_split: int,
+    testable: Testable[Unit] | None = None,
 ) -> bool:
     """Whether some restoration held: first the fewest `units` the pair needs, then
     inside each restored subtree of `smallest_split` tokens or more, its own leaves
     and the fewest of its children, and so on down (hierarchical delta debugging,
-    each level by `fewest_needed`)."""
+    each level by `fewest_needed`; `testable`: see there)."""
 
     def holds_with(fixed: list[Unit]) -> FirstHolding[Piece]:
         return lambda sets: first_holding(
             [fixed + [piece.indices for piece in pieces] for pieces in sets]
         )
 
-    found = fewest_needed(units, holds_with([]), most=most)
+    def testable_with(fixed: list[Unit]) -> Testable[Piece] | None:
+        if testable is None:
+            return None
+        return lambda pieces: testable(fixed + [piece.indices for piece in pieces])
+
+    found = fewest_needed(units, holds_with([]), most=most, testable=testable_with([]))
     if found is None:
         return False
     restored: list[Unit] = [piece.indices for piece in found]
@@ -194,9 +264,10 @@ def restore_fewest(
             continue
         leaves, children = split(tree, piece)
         others = [unit for unit in restored if unit != piece.indices]
-        kept = fewest_needed(children, holds_with([*others, leaves]), most=most)
+        fixed = [*others, leaves]
+        kept = fewest_needed(children, holds_with(fixed), most=most, testable=testable_with(fixed))
         if kept is None:
             continue
-        restored = [*others, leaves, *(child.indices for child in kept)]
+        restored = [*fixed, *(child.indices for child in kept)]
         pending += kept
     return True

@@ -72,6 +72,28 @@ def test_the_second_sides_test_runs_beside_the_first_while_a_job_idles(engines):
     assert engine.stats.tests_run == 2
 
 
+def test_a_batchs_next_candidate_goes_before_a_test_beside(engines):
+    """Two pairs, two jobs: both first tests (the variants: no refusals seen yet) run at
+    once, each holding until the other started, which only happens if the first pair's
+    second test (a seed's, lasting until given up) did not take the idle job."""
+    started = {b"one": threading.Event(), b"two": threading.Event()}
+
+    def run(text: bytes) -> Outcome:
+        if text not in started:
+            run_until_abandoned()
+        started[text].set()
+        other = b"two" if text == b"one" else b"one"
+        assert started[other].wait(10), "the second pair's first test waited"
+        return verdict(text)
+
+    began = time.monotonic()
+    engine, found = judged(engines, run, [(b"seed 1", b"one"), (b"seed 2", b"two")], jobs=2)
+    assert found is None
+    settle(engine)
+    assert time.monotonic() - began < 10
+    assert engine.cache.get(blob_id(b"seed 1")) is None
+
+
 def test_the_test_beside_is_stopped_once_the_first_refuses(engines):
     """The variant (asked first: no refusals seen yet) is not bad: the seed's test
     running beside it is stopped at once, and leaves no verdict behind."""

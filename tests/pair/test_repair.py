@@ -106,6 +106,29 @@ def test_the_fewest_needed_pieces_are_found_with_a_few_questions_each() -> None:
     assert units not in asked  # everything restored is the original: never asked
 
 
+def test_prefixes_that_cannot_be_tested_are_never_asked_and_batches_stay_full() -> None:
+    """Only prefixes of even length parse here: those of odd length are refused without
+    a test, and the probes move to testable lengths, so each batch asks two of them."""
+    units: list[Unit] = [(index,) for index in range(64)]
+    needed = {(5,), (40,), (41,)}
+    batches: list[list[list[Unit]]] = []
+
+    def testable(chosen: list[Unit]) -> bool:
+        return len(chosen) % 2 == 0
+
+    def first_holding(sets: list[list[Unit]]) -> int | None:
+        batches.append(sets)
+        # as the judge does, an untestable set asked all the same is refused
+        return asking(lambda chosen: needed <= set(chosen) and testable(chosen))(sets)
+
+    found = fewest_needed(units, first_holding, most=10, testable=testable)
+    # what cannot be tested counts as refused: a piece may come back to make a length even
+    assert found is not None and needed <= set(found) and testable(found)
+    # a batch's first set may be the pieces chosen so far alone, asked whatever it is
+    assert all(testable(chosen) for batch in batches for chosen in batch[1:])
+    assert sum(len(batch) == 3 for batch in batches) >= len(batches) // 3
+
+
 def test_every_question_is_a_subset_of_the_last_set_that_held() -> None:
     units: list[Unit] = [(index,) for index in range(20)]
     last_held: set[Unit] = set(units)
