@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +108,17 @@ def current_for(text: bytes, language: str, predicate: Predicate = lambda text: 
     grammar = grammars.load(language)
     assert grammar is not None
     return Current(text, make_engine(predicate, jobs=1), Syntax(grammar, text))
+
+
+def derived(
+    candidates_of: Callable[[Current], Iterable[bytes]], text: bytes, language: str
+) -> list[bytes]:
+    """What a pass's candidate generator derives from `text`, as plain bytes."""
+    current = current_for(text, language)
+    try:
+        return [bytes(candidate) for candidate in candidates_of(current)]
+    finally:
+        current.engine.close()
 
 
 def parser(language: str) -> tree_sitter.Parser:

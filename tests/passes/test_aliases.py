@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import current_for, nodes, parser, parses_cleanly, reduce_text
+from support import derived, nodes, parser, parses_cleanly, reduce_text
 
 from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
@@ -17,11 +17,7 @@ from gitreduce.passes.aliases import alias_candidates
 
 
 def candidates(text: bytes, language: str) -> list[bytes]:
-    current = current_for(text, language)
-    try:
-        return [bytes(candidate) for candidate in alias_candidates(current)]
-    finally:
-        current.engine.close()
+    return derived(alias_candidates, text, language)
 
 
 @pytest.mark.parametrize(

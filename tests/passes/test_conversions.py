@@ -5,17 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import GCC, current_for, gcc, parses_cleanly, reduce_text
+from support import GCC, current_for, derived, gcc, parses_cleanly, reduce_text
 
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
 
 
 def candidates(text: bytes, language: str) -> list[bytes]:
-    current = current_for(text, language)
-    try:
-        return list(conversion_candidates(current))
-    finally:
-        current.engine.close()
+    return derived(conversion_candidates, text, language)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import itertools
 import re
 
 import pytest
-from support import GATED_ONLY, Predicate, current_for, parses_cleanly, reduce_text
+from support import GATED_ONLY, Predicate, current_for, derived, parses_cleanly, reduce_text
 
 from gitreduce.passes.names import delete_names, name_candidates
 
@@ -23,11 +23,7 @@ def tokens(text: bytes) -> list[bytes]:
 
 
 def candidates(text: bytes, language: str) -> list[bytes]:
-    current = current_for(text, language)
-    try:
-        return list(name_candidates(current))
-    finally:
-        current.engine.close()
+    return derived(name_candidates, text, language)
 
 
 def knot(language: str, name: bytes, *needed: bytes) -> Predicate:
