@@ -47,6 +47,9 @@ TYPE_SUPERTYPES = frozenset({"_type", "type_specifier", "_simple_type"})
 _SPELLED_TYPE = "type_descriptor"
 # The largest types of a declaration tried: the smaller ones are mostly their parts.
 TYPES_PER_DECLARATION = 3
+# A language's own types (`int`, `unsigned long`, `i32`): no crash in checking a type
+# needs an alias of one, and every function names some (a test each, for nothing).
+_BUILT_IN = frozenset({"primitive_type", "sized_type_specifier"})
 
 
 def _is_type(node: tree_sitter.Node, field: str | None, grammar: Grammar) -> bool:
@@ -112,7 +115,7 @@ def alias_candidates(current: Current) -> Iterator[bytes]:
     before, after = (part.replace("{}", name.decode()).encode() for part in form)
     for item in _unreferenced(root):
         types = sorted(
-            _outermost_types(item, syntax.grammar),
+            (node for node in _outermost_types(item, syntax.grammar) if node.type not in _BUILT_IN),
             key=lambda node: node.end_byte - node.start_byte,
             reverse=True,
         )

@@ -53,10 +53,13 @@ def test_an_unreferenced_declaration_becomes_an_alias_of_a_type_it_names(
     assert parses_cleanly(language, expected)
 
 
-def test_the_largest_types_come_first_and_each_spelling_once() -> None:
-    text = b"struct R<T>(T);\nfn f(a: R<i32>, b: R<i32>) -> i32 { 0 }\n"
-    found = candidates(text, "rust")
-    assert found == [b"struct R<T>(T);\ntype T0 = R<i32>;\n", b"struct R<T>(T);\ntype T0 = i32;\n"]
+def test_the_largest_types_come_first_each_spelling_once_and_no_built_in_one() -> None:
+    text = b"struct R<T>(T);\nfn f(a: R<i32>, b: R<i32>, c: Vec<u8>) -> i32 { 0 }\n"
+    assert candidates(text, "rust") == [
+        b"struct R<T>(T);\ntype T0 = Vec<u8>;\n",
+        b"struct R<T>(T);\ntype T0 = R<i32>;\n",
+    ]
+    assert candidates(b"int f(void) { unsigned long n; return 0; }\n", "c") == []
 
 
 def test_a_declaration_something_uses_is_not_offered() -> None:
