@@ -327,6 +327,10 @@ CHECKPOINTER = textwrap.dedent(
     for i in range(int(count)):
         key = cache.remember(f"{tag} candidate {i}\\n".encode() * 40)
         cache.put(key, Outcome(Verdict.BAD if i % 2 else Verdict.GOOD, i % 2, i / 1000))
+        if then == "hang" and i % 50 == 49:  # a chain of checkpoints, however busy the machine
+            saved, deadline = cache.flushes, time.monotonic() + 10
+            while cache.flushes == saved and time.monotonic() < deadline:
+                time.sleep(0.001)
     if then == "hang":  # until killed: only the background checkpoints save anything
         print("put", flush=True)
         time.sleep(3600)
