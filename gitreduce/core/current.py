@@ -9,7 +9,8 @@ from typing import TypeVar
 
 from gitreduce.core import edits
 from gitreduce.core.ddmin import Subset, ddmin
-from gitreduce.core.engine import Accepts, Engine, Lookahead, Precheck
+from gitreduce.core.engine import Engine
+from gitreduce.core.judges import Accepts, Lookahead, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 T = TypeVar("T")

@@ -50,12 +50,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
+from gitreduce.core.judges import Accepts, Judge, Lookahead, Precheck, TextJudge
 from gitreduce.core.keys import candidate_key
-from gitreduce.core.outcome import Outcome
+from gitreduce.core.outcome import MemoryCache, Outcome, VerdictCache
 from gitreduce.core.stats import Stats
 
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
@@ -72,33 +73,6 @@ _READ_AHEAD = 8
 MAX_JOBS = 256
 
 
-class VerdictCache(Protocol):
-    """Verdicts by candidate key (`core/keys.candidate_key`), for one test fingerprint."""
-
-    def get(self, key: str) -> Outcome | None: ...
-
-    def put(self, key: str, outcome: Outcome) -> None:
-        """Store a verdict; a local one must replace a foreign one for the same key."""
-
-
-class MemoryCache:
-    """A process-local verdict cache."""
-
-    def __init__(self) -> None:
-        self._verdicts: dict[str, Outcome] = {}
-
-    def get(self, key: str) -> Outcome | None:
-        return self._verdicts.get(key)
-
-    def put(self, key: str, outcome: Outcome) -> None:
-        known = self._verdicts.get(key)
-        if known is None or (outcome.local and not known.local):
-            self._verdicts[key] = outcome
-
-
-Precheck = Callable[[bytes], bool]
-
-
 @dataclass(frozen=True)
 class Job:
     """One judgement in flight: its future, and the ticket that lets the engine give it up."""
@@ -107,70 +81,9 @@ class Job:
     ticket: tickets.Ticket
 
 
-# What a verdict must say for the candidate asking to be accepted (interesting, or a pair's
-# seed still good): a foreign verdict that says no may reject it without a test.
-Accepts = Callable[[Outcome], bool]
 ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
 C = TypeVar("C")
 T = TypeVar("T")
-C_contra = TypeVar("C_contra", contravariant=True)
-# What a caller will try next if none of a batch wins, made only when it is asked for
-Lookahead = Callable[[], Iterable[C]]
-
-
-class Judge(Protocol[C_contra]):
-    """Decides whether a candidate of some shape (a text, a seed/variant pair) is interesting.
-
-    `quick` answers from cheap checks alone (size, syntax, cached verdicts) in
-    the main thread, or returns None; `full` runs in a worker thread and may
-    call `Engine.outcome` for as many tests as the candidate needs.
-    """
-
-    def quick(self, candidate: C_contra) -> bool | None: ...
-
-    def full(self, candidate: C_contra) -> bool: ...
-
-
-class TextJudge:
-    """The single-program judge: smaller, parses, and the test says interesting.
-
-    With `place`, a candidate is one file of a file set and what is tested (and
-    cached) is `place(candidate)`, the whole set with that file in place; size
-    and syntax are still the file's own.
-    """
-
-    def __init__(
-        self,
-        engine: Engine,
-        is_interesting: Callable[[Outcome], bool],
-        smaller_than: int,
-        precheck: Precheck | None,
-        place: Callable[[bytes], bytes] | None = None,
-    ) -> None:
-        self._engine = engine
-        self._is_interesting = is_interesting
-        self._smaller_than = smaller_than
-        self._precheck = precheck
-        self._place = place
-
-    def _tested(self, candidate: bytes) -> bytes:
-        return candidate if self._place is None else self._place(candidate)
-
-    def quick(self, candidate: bytes) -> bool | None:
-        engine = self._engine
-        if len(candidate) >= self._smaller_than:
-            engine.stats.not_smaller += 1
-            return False
-        cached = engine.recall(self._tested(candidate), self._is_interesting)
-        if cached is not None:
-            return self._is_interesting(cached)
-        if not engine.parses(candidate, self._precheck):
-            return False
-        return None
-
-    def full(self, candidate: bytes) -> bool:
-        tested = self._tested(candidate)
-        return self._is_interesting(self._engine.outcome(tested, self._is_interesting))
 
 
 class Engine:
@@ -409,9 +322,8 @@ class Engine:
             with tickets.holding(ticket):
                 return judge.full(candidate)
 
-        future = self._executor.submit(labelled)
         with self._lock:
-            self._jobs_in_flight.add(future)
+            future = self._start_locked(labelled)
         future.add_done_callback(self._job_done)
         return Job(future, ticket)
 

@@ -6,6 +6,7 @@ speak about verdicts without importing subprocess handling.
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 
 class Verdict(Enum):
@@ -42,3 +43,27 @@ class Outcome:
     signature: str | None = None
     local: bool = field(default=True, compare=False)
     solo_runs: int = field(default=0, compare=False)
+
+
+class VerdictCache(Protocol):
+    """Verdicts by candidate key (`core/keys.candidate_key`), for one test fingerprint."""
+
+    def get(self, key: str) -> Outcome | None: ...
+
+    def put(self, key: str, outcome: Outcome) -> None:
+        """Store a verdict; a local one must replace a foreign one for the same key."""
+
+
+class MemoryCache:
+    """A process-local verdict cache."""
+
+    def __init__(self) -> None:
+        self._verdicts: dict[str, Outcome] = {}
+
+    def get(self, key: str) -> Outcome | None:
+        return self._verdicts.get(key)
+
+    def put(self, key: str, outcome: Outcome) -> None:
+        known = self._verdicts.get(key)
+        if known is None or (outcome.local and not known.local):
+            self._verdicts[key] = outcome

@@ -45,7 +45,7 @@ class GitVerdictCache:
     """Verdicts of one test (by fingerprint), keyed by candidate id (`core/keys.candidate_key`:
     a file's blob id, a file set's tree id), kept in a git repository.
 
-    Implements the engine's `VerdictCache` protocol (`get`, `put`). Content
+    Implements `core/outcome.VerdictCache` (`get`, `put`). Content
     reaches the store in one of two ways, because the protocol's `put` only
     sees the key:
     - wrap the test runner: `Engine(cache.recording(oracle.run), ..., cache=cache)`

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from gitreduce.core import tickets
 from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
-from gitreduce.core.engine import Engine, Lookahead, Precheck
+from gitreduce.core.engine import Engine
+from gitreduce.core.judges import Lookahead, Precheck
 from gitreduce.core.outcome import Outcome
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import SEED, Alignment

@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-from gitreduce.core.engine import Accepts
 from gitreduce.core.errors import UserError
+from gitreduce.core.judges import Accepts
 from gitreduce.core.keys import candidate_key
 from gitreduce.core.outcome import Outcome
 from gitreduce.oracle.executor import TestRunner, open_runner

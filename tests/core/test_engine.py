@@ -11,10 +11,10 @@ import pytest
 from support import run_until_abandoned
 
 from gitreduce.core import tickets
-from gitreduce.core.engine import Engine, MemoryCache
+from gitreduce.core.engine import Engine
 from gitreduce.core.errors import Interrupted
 from gitreduce.core.keys import blob_id
-from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.outcome import MemoryCache, Outcome, Verdict
 
 
 class Recorder:
