@@ -27,6 +27,12 @@ grammar spells it alike; what is left is one token shorter (two where the
 keyword goes too). Parameter-to-local (`parameters`) is the reverse and
 larger, so the two never undo each other. An uninitialised value either way:
 the compiler, or the test, judges whether that matters.
+
+A record whose fields are all named and whose field names nothing else
+spells becomes the same record with positional fields: Rust's `struct S {
+a: A, b: B }` as `struct S(A, B);` and an enum variant's `V { a: A }` as
+`V(A)`. A field's name and `:` are what deletion can never take (the field
+would no longer parse), and the positional form says the same without them.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ from gitreduce.lang.kinds import BLOCK_LIKE, VARIABLE_DECLARATIONS, is_function
 from gitreduce.passes.identifiers import VALUE_KIND, identifier_names, parameter_list
 
 CONDITIONAL_WORDS = ("if", "while", "for")
+# A record's body of named fields, and what closes its positional form per record kind:
+# Rust's only (`struct S(A, B);`, a variant's `V(A, B)`)
+NAMED_FIELDS = "field_declaration_list"
+POSITIONAL_CLOSING = {"struct_item": b");", "enum_variant": b")"}
 # What a declaration may not hold to become a parameter as it is spelled: a value
 # (`= 1`), a second name (`int a, b;`), a function's own parameters.
 NOT_A_PARAMETER = (b"=", b",", b"(")
@@ -213,9 +223,56 @@ def parameter_candidates(current: Current) -> Iterator[bytes]:
             yield candidate
 
 
+def _named_records(root: tree_sitter.Node) -> Iterator[tuple[tree_sitter.Node, bytes]]:
+    """Each record whose fields are all named (Rust's `struct S { a: A }`, an enum
+    variant's `V { a: A }`), with what closes its positional form; not one with a
+    `where` clause, which the positional form spells after its fields."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        pending.extend(reversed(node.named_children))
+        closing = POSITIONAL_CLOSING.get(node.type)
+        if closing is None:
+            continue
+        body = node.child_by_field_name("body")
+        if body is None or body.type != NAMED_FIELDS:
+            continue
+        if not any(child.type == "where_clause" for child in node.children):
+            yield body, closing
+
+
+def record_candidates(current: Current) -> Iterator[bytes]:
+    """Each record with named fields as the same record with positional ones, where no
+    field name is spelled anywhere else (no `s.a`, no `S { a: 1 }`): `struct S { a: A,
+    b: B }` as `struct S(A, B);`, two tokens a field fewer, one more for the `;`."""
+    parsed = current.parsed
+    assert parsed is not None
+    text = parsed.text
+    names = identifier_names(parsed.tree.root_node)
+    for body, closing in _named_records(parsed.tree.root_node):
+        fields = [child for child in body.named_children if "comment" not in child.type]
+        spans = [
+            (field.child_by_field_name("name"), field.child_by_field_name("type"))
+            for field in fields
+        ]
+        named = [(name, kind) for name, kind in spans if name is not None and kind is not None]
+        if not named or len(named) != len(fields):
+            continue
+        if any(len(names[name.text or b""].leaves) > 1 for name, _ in named):
+            continue
+        opening, ending = body.children[0], body.children[-1]
+        changes = [edits.Edit(opening.start_byte, opening.end_byte, b"(")]
+        changes += [edits.Edit(name.start_byte, kind.start_byte) for name, kind in named]
+        changes.append(edits.Edit(ending.start_byte, ending.end_byte, closing))
+        candidate = edits.apply(text, changes)
+        if len(candidate) < len(text):
+            yield candidate
+
+
 def conversion_candidates(current: Current) -> Iterator[bytes]:
     """Each loop with a condition as a `while` over it, and each conditional statement
-    as its condition alone, outermost first; then each declaration as a parameter."""
+    as its condition alone, outermost first; then each declaration as a parameter; then
+    each record with named fields as one with positional fields."""
     parsed = current.parsed
     assert parsed is not None
     text = parsed.text
@@ -226,6 +283,7 @@ def conversion_candidates(current: Current) -> Iterator[bytes]:
             if len(candidate) < len(text):
                 yield candidate
     yield from parameter_candidates(current)
+    yield from record_candidates(current)
 
 
 def convert_structures(current: Current) -> bool:

@@ -223,7 +223,8 @@ LATE: tuple[Pass[Program], ...] = (
         "conversions",
         lambda program: convert_structures(program.current),
         "a `for` with a condition to a `while`; an `if` or loop to its condition alone; "
-        "a variable without a value to the parameter of the one function using it",
+        "a variable without a value to the parameter of the one function using it; "
+        "a record's named fields to positional ones (Rust)",
         applies=_parsed,
     ),
     Pass(

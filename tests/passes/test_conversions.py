@@ -127,3 +127,36 @@ def test_with_gcc_the_schedule_moves_a_global_into_the_function(tmp_path: Path):
     assert warns(result.text)
     assert b"(int g)" in result.text
     assert not result.text.startswith(b"int g;")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            b"struct S { a: i32, pub b: Vec<u8> }\nfn f(s: S) {}\n",
+            b"struct S ( i32, pub Vec<u8> );\nfn f(s: S) {}\n",
+        ),
+        (b"enum E { V { x: i32 }, W }\n", b"enum E { V ( i32 ), W }\n"),
+        (b"struct S<T> {\n    cell: T,\n}\n", b"struct S<T> (\n    T,\n);\n"),
+    ],
+)
+def test_a_record_with_named_fields_becomes_one_with_positional_fields(
+    text: bytes, expected: bytes
+):
+    found = candidates(text, "rust")
+    assert expected in found
+    assert parses_cleanly("rust", expected)
+
+
+@pytest.mark.parametrize(
+    ("language", "text"),
+    [
+        ("rust", b"struct S { a: i32 }\nfn f(s: S) -> i32 { s.a }\n"),  # a field read
+        ("rust", b"struct S { a: i32 }\nfn f() -> S { S { a: 1 } }\n"),  # a field written
+        ("rust", b"struct S<T> where T: Copy { a: T }\n"),  # the where clause moves
+        ("rust", b"struct S {}\n"),  # `S();` is no shorter
+        ("c", b"struct S { int a; };\n"),  # C has no positional records
+    ],
+)
+def test_no_positional_record_where_it_would_break_or_not_shrink(language: str, text: bytes):
+    assert not any(b"S (" in c or b"S<T> (" in c for c in candidates(text, language))
