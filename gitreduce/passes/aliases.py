@@ -32,7 +32,7 @@ import tree_sitter
 from gitreduce.core import edits
 from gitreduce.core.current import Current
 from gitreduce.lang.grammars import Grammar
-from gitreduce.passes.identifiers import identifier_names
+from gitreduce.passes.identifiers import Name, identifier_names
 from gitreduce.passes.types import ALIAS_KINDS
 
 # How each grammar spells an alias: the text before and after the type, `{}` its name.
@@ -75,13 +75,13 @@ def _outermost_types(item: tree_sitter.Node, grammar: Grammar) -> list[tree_sitt
     return found
 
 
-def _unreferenced(root: tree_sitter.Node) -> list[tree_sitter.Node]:
+def _unreferenced(root: tree_sitter.Node, names: dict[bytes, Name]) -> list[tree_sitter.Node]:
     """Top-level declarations none of whose names (those first seen inside them) occurs
     outside them, aliases aside (making one an alias again gains nothing)."""
     items = [item for item in root.named_children if item.type not in ALIAS_KINDS]
     starts = [item.start_byte for item in items]
     referenced: set[int] = set()
-    for name in identifier_names(root).values():
+    for name in names.values():
         owner = bisect_right(starts, name.first.start_byte) - 1
         if owner < 0 or name.first.start_byte >= items[owner].end_byte:
             continue
@@ -111,9 +111,10 @@ def alias_candidates(current: Current) -> Iterator[bytes]:
         return
     text = parsed.text
     root = parsed.tree.root_node
-    name = _free_name(set(identifier_names(root)))
-    before, after = (part.replace("{}", name.decode()).encode() for part in form)
-    for item in _unreferenced(root):
+    names = identifier_names(root)
+    alias = _free_name(set(names))
+    before, after = (part.replace("{}", alias.decode()).encode() for part in form)
+    for item in _unreferenced(root, names):
         types = sorted(
             (node for node in _outermost_types(item, syntax.grammar) if node.type not in _BUILT_IN),
             key=lambda node: node.end_byte - node.start_byte,
