@@ -98,6 +98,7 @@ class Restoration:
 
     def __init__(self, variant: TokenList, origins: list[int]) -> None:
         self._variant = variant
+        self._texts = variant.texts()
         self.kept = {origin for origin in origins if origin >= 0}
 
     def text(self, units: Iterable[Unit]) -> bytes:
@@ -132,12 +133,13 @@ class Restoration:
 
     def render(self, units: Iterable[Unit], grammar: Grammar | None) -> tuple[TokenList, list[int]]:
         """The variant with `units` restored, and each of its tokens' original index: by
-        position, or where joined runs lex differently (a `>` beside a `>`), by the
+        position, or where joined runs lex differently (`>` `>` read as `>>`, perhaps
+        with a `>>` read as `>` `>` further on, so the count may even agree), by the
         bytes each token came from."""
         included = sorted(self.kept.union(*units))
         text, provenance = self._rendered(included)
         tokens = tokenize(text, grammar)
-        if len(tokens) != len(included):
+        if tokens.texts() != [self._texts[index] for index in included]:
             return tokens, provenance.origins(self._variant, tokens)
         return tokens, included
 

@@ -183,3 +183,26 @@ def test_inside_a_restored_subtree_only_the_children_needed_come_back() -> None:
     assert restore_fewest(tree, units, first_holding, most=8, smallest_split=4)
     final = b" ".join(restoration.render(restored[-1], C)[0].texts())
     assert b"int c = 9" not in final and b"return b ;" in final
+
+
+def test_tokens_lexed_anew_where_runs_join_are_matched_by_their_bytes() -> None:
+    """With `let a` gone, Rust lexes the `> >` closing `Vec<Vec<u8>>` as one `>>`, and the
+    shift `x >> 2` as two `>`: the count agrees, the tokens do not. Only the tokens whose
+    bytes are one original token's keep its index; the relexed ones have none."""
+    rust = grammars.load("rust")
+    assert rust is not None
+    tokens = tokenize(b"fn f() { let a: Vec<Vec<u8>> = x >> 2; }\n", rust)
+    texts = tokens.texts()
+    kept = [index for index in range(len(tokens)) if texts[index] not in (b"{", b"let", b"a")]
+    rendered, origins = Restoration(tokens, kept).render([], rust)
+    assert len(rendered) == len(kept)
+    for token, origin in zip(rendered.texts(), origins, strict=True):
+        if origin >= 0:
+            assert texts[origin] == token
+    assert [
+        token for token, origin in zip(rendered.texts(), origins, strict=True) if origin < 0
+    ] == [
+        b">>",
+        b">",
+        b">",
+    ]
