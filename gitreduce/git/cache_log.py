@@ -267,8 +267,8 @@ class CacheLog:
                 else:
                     built = self._build_checkpoint(tip, records, candidates)
             except (KeyError, pygit2.GitError, OSError):
-                # Another writer's seal deleted the checkpoint being read, or a fan-out
-                # directory went away under a new object: read the ref again.
+                # Another writer's seal deleted the checkpoint being read, or `git gc`
+                # removed a fan-out directory under a new object: read the ref again.
                 self._settle(installed=False)
                 if time.monotonic() > deadline:
                     raise

@@ -66,21 +66,17 @@ def delete_if_stale(lock: Path) -> None:
 
 
 def drop_loose(objects: Path, keys: Iterable[str]) -> None:
-    """Delete these objects' loose copies, then the fan-out directories left empty.
+    """Delete these objects' loose copies; their fan-out directories stay.
 
-    As `git prune-packed` does: an empty directory still takes a disk block,
-    256 of them 1 MB. A concurrent writer that loses a directory between
-    creating it and renaming an object into it fails that write; the
-    writers here retry it.
+    `git prune-packed` also removes the directories it empties, but on ext4
+    here removing 130 of them took 10-30 ms against under 1 ms for the 186
+    files in them: the largest part of closing a small run's cache, waited
+    for at its end. Left, they cost at most 256 disk blocks and spare the
+    next run creating them again; `git gc` removes them as usual.
     """
-    directories: set[str] = set()
     for key in keys:
         with contextlib.suppress(OSError):
             (objects / key[:2] / key[2:]).unlink()
-        directories.add(key[:2])
-    for name in directories:
-        with contextlib.suppress(OSError):
-            (objects / name).rmdir()
 
 
 def open_cache_repository(base: Path | None = None) -> pygit2.Repository:

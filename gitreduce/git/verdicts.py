@@ -163,8 +163,8 @@ class GitVerdictCache:
         under 1 ms for a source file), a packed file set as the tree of its files
         (`cache_format.write_candidate`); return the key.
 
-        Tried twice: a concurrent writer's pack may remove the fan-out
-        directory the first attempt was about to rename an object into.
+        Tried twice: a concurrent `git gc` may remove the fan-out directory
+        the first attempt was about to rename an object into.
         """
         with self._blob_lock:
             try:
