@@ -495,9 +495,9 @@ def reduce(
             finally:
                 set_progress.stop()
             print_summary(console, set_summary, patch)
+            kept = ", ".join(sorted(set_summary.files)) or "none"
             console.print(
-                f"files: {set_summary.files_before} → {set_summary.files_after}: "
-                f"{', '.join(sorted(set_summary.files))}",
+                f"files: {set_summary.files_before} → {set_summary.files_after}: {kept}",
                 highlight=False,
                 markup=False,
             )

@@ -443,6 +443,8 @@ def _reduce(
             )
     final = verified[0] if verified else accepted[-1]  # interrupted: the best so far
     files = fileset.unpack(final)
+    if not files and not run.interrupted:
+        warnings.append(empty_set(run.spec))
     after_tokens = sum(tokens_of(path, text) for path, text in files.items())
     command = run.spec.command
     if output is not None:
@@ -596,9 +598,22 @@ def _on_change(
     return changed
 
 
+def empty_set(spec: TestSpec) -> str:
+    """What an empty set most often means: a test that fails without looking at the files,
+    like a `test.sh FILE` whose usage error exits 1, given no file."""
+    return (
+        "the result is empty: the test says a set of no files fails the same way as the "
+        f"original. If that is not the bug, the test may not read the set (it runs as "
+        f"`{spec.command}` in a directory holding the set's files, which `{{}}` and "
+        "$GITREDUCE_FILE name)"
+    )
+
+
 def write_set(output: Path, files: dict[str, bytes]) -> None:
-    """The reduced set under `output` (created if need be) at its relative paths."""
+    """The reduced set under `output` (created if need be, also for no files) at its
+    relative paths."""
     try:
+        output.mkdir(parents=True, exist_ok=True)
         for relative, content in files.items():
             target = output.joinpath(*relative.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)

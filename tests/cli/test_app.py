@@ -217,6 +217,22 @@ def test_a_test_that_fails_whatever_the_file_leaves_an_empty_result_and_says_why
     assert not any("empty" in w for w in json.loads(rerun.stdout)["warnings"])
 
 
+def test_a_set_reduced_to_no_files_is_written_as_an_empty_directory_and_says_why(tmp_path):
+    """Two files given to a `test.sh FILE` whose usage error exits 1: they are a set, the
+    test runs without a file, every set is bad. The user gets the empty directory the
+    summary names, and a warning pointing at the test."""
+    (tmp_path / "a.c").write_text("int a;\n")
+    (tmp_path / "b.c").write_text("int b;\n")
+    script(tmp_path / "usage-error.sh", "f=${1:?usage: usage-error.sh FILE}\nexit 0\n")
+    process = run_cli("a.c", "b.c", "--test", "./usage-error.sh", "--json", cwd=tmp_path)
+    assert process.returncode == 0, process.stderr
+    summary = json.loads(process.stdout)
+    assert summary["files"] == []
+    assert Path(summary["output"]).is_dir() and not any(Path(summary["output"]).iterdir())
+    warning = next(w for w in summary["warnings"] if w.startswith("the result is empty"))
+    assert "`./usage-error.sh`" in warning and "`{}`" in warning
+
+
 def test_plain_text_without_grammar_warns(tmp_path):
     (tmp_path / "notes.txt").write_text("alpha beta\ngamma NEEDLE delta\nepsilon\n")
     script = tmp_path / "has-needle.sh"
