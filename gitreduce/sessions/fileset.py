@@ -448,7 +448,7 @@ def _reduce(
     after_tokens = sum(tokens_of(path, text) for path, text in files.items())
     command = run.spec.command
     if output is not None:
-        write_set(output, files)
+        write_set(output, files, original)
     branch, commits = record(
         store,
         result or ResultRequest(),
@@ -609,14 +609,35 @@ def empty_set(spec: TestSpec) -> str:
     )
 
 
-def write_set(output: Path, files: dict[str, bytes]) -> None:
+def write_set(output: Path, files: dict[str, bytes], original: Iterable[str]) -> None:
     """The reduced set under `output` (created if need be, also for no files) at its
-    relative paths."""
+    relative paths.
+
+    A member of the `original` set the result dropped is removed from `output`
+    if it is there, as an earlier run's result leaves it: a second run into
+    the same directory must not show files its result does not hold. Other
+    files there are the user's and stay.
+    """
     try:
         output.mkdir(parents=True, exist_ok=True)
+        for relative in set(original) - files.keys():
+            stale = output.joinpath(*relative.split("/"))
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+                _remove_empty_parents(stale.parent, output)
         for relative, content in files.items():
             target = output.joinpath(*relative.split("/"))
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
     except OSError as error:
         raise UserError(f"cannot write the reduced set to {output}: {error.strerror}") from None
+
+
+def _remove_empty_parents(directory: Path, output: Path) -> None:
+    """Remove `directory` and its parents up to (not including) `output` while empty."""
+    while directory != output and output in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent

@@ -296,8 +296,8 @@ def reduce_read_sets(
     after = sizes.of_sets(seed_files, variant_files)
     command = run.spec.command
     if target.output is not None:
-        write_set(target.output / SEED_DIRECTORY, seed_files)
-        write_set(target.output / VARIANT_DIRECTORY, variant_files)
+        write_set(target.output / SEED_DIRECTORY, seed_files, seed.files)
+        write_set(target.output / VARIANT_DIRECTORY, variant_files, variant.files)
     summary = SetPairSummary(
         name=target.name,
         language=None,

@@ -107,6 +107,23 @@ def test_a_second_run_is_answered_by_the_cache(tmp_path: Path) -> None:
     assert again.stats.tests_run < first.stats.tests_run
 
 
+def test_a_second_run_into_the_same_directory_leaves_no_file_its_result_dropped(
+    tmp_path: Path,
+) -> None:
+    root = python_project(tmp_path / "proj")
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "notes.txt").write_text("the user's own\n")
+    kept = (root / "README", root / "pkg" / "helpers.py")
+    first = reduce_files(settings([root], keep=kept, output=output))
+    assert {"README", "pkg/helpers.py"} <= set(first.files)
+    again = reduce_files(settings([root], output=output))
+    assert not {"README", "pkg/helpers.py"} & set(again.files)
+    written = {p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file()}
+    assert written == set(again.files) | {"notes.txt"}
+    assert not (output / "pkg").exists()  # emptied by the second run
+
+
 def test_named_files_are_a_set_relative_to_their_common_directory(tmp_path: Path) -> None:
     root = python_project(tmp_path / "proj")
     summary = reduce_files(
