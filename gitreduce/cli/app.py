@@ -59,6 +59,7 @@ from gitreduce.cli.progress import (
     PairProgressPrinter,
     ProgressFile,
     ProgressPrinter,
+    pair_outputs,
     print_pair_summary,
     print_pass_profile,
     print_set_pair_summary,
@@ -72,6 +73,7 @@ from gitreduce.cli.version import print_versions
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import Store
 from gitreduce.sessions.pair import PAIR_ALGORITHMS
+from gitreduce.sessions.run import refuse_overwriting
 
 if TYPE_CHECKING:  # type hints only: typer's own copy of click
     from typer import _click
@@ -425,6 +427,14 @@ def reduce(
                 raise UserError("give either FILE or --seed/--variant, not both")
             if output is not None:
                 _require_directory_possible(output)
+            if revisions is None:
+                assert seed is not None and variant is not None
+                # Files only when asked for, or for plain files outside any repository:
+                # otherwise the result branch is the result and the work tree stays untouched.
+                if output is None:
+                    output = None if Store.near(variant).users else variant.resolve().parent
+                if output is not None:
+                    refuse_overwriting(pair_outputs(variant.name, output), [seed, variant])
             pair_progress = PairProgressPrinter(console)
             history = History()
             observe = chain(pair_progress, history, *counted)
@@ -456,10 +466,6 @@ def reduce(
                     pair_summary = api.reduce_pair(seed, variant, command, **options)
             finally:
                 pair_progress.stop()
-            # Files only when asked for, or for plain files outside any repository:
-            # otherwise the result branch is the result and the work tree stays untouched.
-            if output is None and revisions is None and variant is not None:
-                output = None if Store.near(variant).users else variant.resolve().parent
             written = write_pair(pair_summary, output) if output is not None else None
             print_pair_summary(console, pair_summary, written, patch)
             record = pair_summary.as_dict() | {

@@ -172,12 +172,17 @@ class PairProgressPrinter(_StatusLine):
         )
 
 
+def pair_outputs(name: str, directory: Path) -> tuple[Path, Path]:
+    """Where a pair named `name` (the variant's file name) is written in `directory`:
+    NAME.seed.EXT and NAME.variant.EXT."""
+    stem, suffix = Path(name).stem, Path(name).suffix
+    return directory / f"{stem}.seed{suffix}", directory / f"{stem}.variant{suffix}"
+
+
 def write_pair(summary: PairSummary, directory: Path) -> tuple[Path, Path]:
     """The reduced seed and variant as NAME.seed.EXT and NAME.variant.EXT in `directory`,
     created (with its parents) if need be."""
-    name = Path(summary.name)
-    seed_path = directory / f"{name.stem}.seed{name.suffix}"
-    variant_path = directory / f"{name.stem}.variant{name.suffix}"
+    seed_path, variant_path = pair_outputs(summary.name, directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         seed_path.write_bytes(summary.seed)

@@ -54,7 +54,13 @@ from gitreduce.oracle.spec import TestSpec
 from gitreduce.passes.across import ACROSS, SetProgram
 from gitreduce.passes.schedule import finish_program, reduce_program
 from gitreduce.sessions.interrupts import deferring
-from gitreduce.sessions.run import Echo, calibrated_run, resolve_grammar, waiting_notice
+from gitreduce.sessions.run import (
+    Echo,
+    calibrated_run,
+    refuse_overwriting,
+    resolve_grammar,
+    waiting_notice,
+)
 from gitreduce.sessions.single import Summary
 from gitreduce.sessions.verify import backed_off, settle
 
@@ -367,6 +373,9 @@ def _reduce(
 ) -> FileSetSummary:
     original = dict(read.files)
     output = target.output
+    if output is not None:
+        # the set's own directory: its files would be overwritten, those dropped removed
+        refuse_overwriting([output], [read.root])
     store = target.store
     warnings = list(read.warnings)
     syntaxes, unparsed = member_syntaxes(original, read.opaque)

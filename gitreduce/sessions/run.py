@@ -73,6 +73,18 @@ def run_figures(run: _Run) -> dict[str, object]:
     }
 
 
+def refuse_overwriting(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:
+    """A one-line error, before any test, when an output would be one of the inputs (a
+    seed named `prog.seed.c` beside `prog.c`): the inputs are never written to."""
+    for output in outputs:
+        for given in inputs:
+            if output.exists() and given.exists() and output.samefile(given):
+                raise UserError(
+                    f"the result would overwrite the input {given}: rename it, or give "
+                    "--output somewhere else"
+                )
+
+
 def read_input(path: Path) -> bytes:
     """The file's bytes, or a one-line reason why it cannot be reduced."""
     if not path.exists():

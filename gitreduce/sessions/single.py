@@ -30,6 +30,7 @@ from gitreduce.sessions.run import (
     calibrated_run,
     default_output,
     read_input,
+    refuse_overwriting,
     resolve_grammar,
     run_figures,
     waiting_notice,
@@ -114,6 +115,8 @@ def reduce_file(
         raise UserError(f"cannot write {output}: {output.parent} is not a directory")
     if output is not None and output.is_dir():
         raise UserError(f"--output {output} is a directory; give the file to write")
+    if output is not None:
+        refuse_overwriting([output], [settings.path])
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
     syntax = Syntax(grammar, original) if grammar else None

@@ -266,6 +266,29 @@ def check_one_line_error(process: subprocess.CompletedProcess[str], *expected: s
         assert fragment in lines[0], lines
 
 
+def test_no_output_may_be_an_input_and_the_refusal_comes_before_any_test(tmp_path):
+    """A seed named like the pair's default output (`variant.seed.c` beside `variant.c`),
+    `--output` naming the file reduced, and a set written into its own directory: each
+    would overwrite (or, for the set, remove) what the user gave. A counting test shows
+    none of them ran it."""
+    cwd = workdir(tmp_path)
+    shutil.copy(cwd / "variant.c", cwd / "variant.seed.c")
+    (cwd / "set").mkdir()
+    shutil.copy(cwd / "variant.c", cwd / "set" / "variant.c")
+    before = {path: path.read_bytes() for path in cwd.rglob("*.c")}
+    log = cwd / "runs"
+    counting = script(cwd / "counting.sh", f'echo run >> {log}\nexec {TEST_SH} "$@"\n')
+    for arguments, given in (
+        (["--seed", "variant.seed.c", "--variant", "variant.c"], "variant.seed.c"),
+        (["variant.c", "--output", "./variant.c"], "variant.c"),
+        (["set", "--output", "set"], "set"),
+    ):
+        process = run_cli(*arguments, "--test", f"{counting} {{}}", cwd=cwd)
+        check_one_line_error(process, "would overwrite the input", given, "--output")
+    assert not log.exists()
+    assert {path: path.read_bytes() for path in cwd.rglob("*.c")} == before
+
+
 def test_missing_file(tmp_path):
     process = run_cli("nowhere.c", "--test", TEST_SH, cwd=tmp_path)
     check_one_line_error(process, "nowhere.c")
