@@ -378,3 +378,48 @@ def test_a_judgement_given_up_while_waiting_for_a_slot_leaves_at_once_and_runs_n
             oracle.stop()
             pool.shutdown()
     assert ran.read_text().split() == ["long"]
+
+
+# Prints the processors the test's processes may run on, e.g. "0-1" or "3", after a pause
+# long enough for every slot to be in use at once.
+PRINT_CPUS = "sleep 0.3; grep Cpus_allowed_list /proc/self/status | cut -f2"
+
+
+def cpu_list(text: str) -> set[int]:
+    """The processors a `Cpus_allowed_list` value names ("0-2,5" is {0, 1, 2, 5})."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def allowed_in_runs(oracle: Oracle, count: int) -> list[set[int]]:
+    """What `count` runs at once were allowed; each thread that started one must have got
+    its own affinity back."""
+    mine = os.sched_getaffinity(0)
+
+    def run(_: int) -> set[int]:
+        output = oracle.run_with_output(b"")[1]
+        assert os.sched_getaffinity(0) == mine
+        return cpu_list(output)
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(run, range(count)))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no thread affinity here")
+def test_with_a_slot_per_processor_each_slots_tests_run_on_a_processor_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    mine = os.sched_getaffinity(0)
+    spec = TestSpec(PRINT_CPUS, "v.txt", timeout=10)
+    with Oracle(spec, jobs=len(mine)) as oracle:
+        placed = allowed_in_runs(oracle, len(mine))
+        assert all(len(cpus) == 1 for cpus in placed), placed
+        assert set().union(*placed) == mine  # one each
+        oracle.set_jobs(len(mine) + 1)  # more slots than processors: none pinned
+        assert allowed_in_runs(oracle, len(mine) + 1) == [mine] * (len(mine) + 1)
+    monkeypatch.setenv("GITREDUCE_PIN", "0")
+    with Oracle(spec, jobs=len(mine)) as oracle:
+        assert allowed_in_runs(oracle, len(mine)) == [mine] * len(mine)
