@@ -35,7 +35,10 @@ Jobs = Annotated[
         "-j",
         min=1,
         metavar="N",
-        help="Tests run in parallel (default: gitreduce.jobs, else the number of CPUs).",
+        help=(
+            "Tests run in parallel (default: gitreduce.jobs, else the number of CPUs); one "
+            "per CPU, each job's tests keep to a CPU of their own (GITREDUCE_PIN=0: not)."
+        ),
     ),
 ]
 DEFAULT_JOBS = os.cpu_count() or 1
