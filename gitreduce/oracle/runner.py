@@ -56,20 +56,18 @@ class OracleClosed(Interrupted):
     """
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Slot:
-    """One worker's private scratch dir and everything precomputed for running in it;
-    `cpu`, the processor its tests run on, if they are pinned (see `Oracle._place`)."""
+    """One worker's private scratch dir and everything precomputed for running in it."""
 
     workdir: Path
     candidate: Path
     output: Path
     argv: tuple[str, ...]
     env: Mapping[str, str]
-    cpu: int | None = None
 
 
-# Set to 0, every test is placed by the scheduler (see `Oracle._place`).
+# Set to 0, every test is placed by the scheduler (see `Oracle._pins`).
 PIN_VARIABLE = "GITREDUCE_PIN"
 
 
@@ -81,10 +79,33 @@ def _pinnable_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
+class _Processors:
+    """The pinned tests running on each processor, for all oracles of this process (a
+    triage runs several): each new one goes to the processor with the fewest."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[int, int] = {}
+
+    @contextlib.contextmanager
+    def least_busy(self, cpus: list[int]) -> Iterator[int]:
+        with self._lock:
+            cpu = min(cpus, key=lambda each: self._running.get(each, 0))
+            self._running[cpu] = self._running.get(cpu, 0) + 1
+        try:
+            yield cpu
+        finally:
+            with self._lock:
+                self._running[cpu] -= 1
+
+
+_PROCESSORS = _Processors()
+
+
 @contextlib.contextmanager
-def _placed(cpu: int | None) -> Iterator[None]:
-    """Processes started inside run on `cpu` only: the calling thread's affinity, which a
-    child inherits, is `cpu` for the while and restored after."""
+def _started_on(cpu: int | None) -> Iterator[None]:
+    """Processes started inside run on `cpu` only (None: anywhere): the calling thread's
+    affinity, which a child inherits, is `cpu` for the while and restored after."""
     if cpu is None:
         yield
         return
@@ -138,7 +159,6 @@ class Oracle:
             self._remove_root()
             raise
         self._free = list(self._slots)
-        self._place()
         self._cond = threading.Condition()
         self._running: set[subprocess.Popen[bytes]] = set()
         self._closed = False
@@ -169,27 +189,27 @@ class Oracle:
                 slot = self._make_slot(len(self._slots), *self._slot_parts)
                 self._slots.append(slot)
                 self._free.append(slot)
-            self._place()
             self._cond.notify_all()
 
-    def _place(self) -> None:
-        """With a slot for every processor this process may use, each slot's tests run on
-        a processor of their own; otherwise wherever the scheduler puts them.
+    def _pins(self) -> list[int]:
+        """The processors to pin tests to: with a slot for every processor this process may
+        use, each test runs on one of its own; otherwise (none) wherever the scheduler puts
+        it.
 
         Measured on two cores at two jobs: started from one process, the two
         tests' short-lived processes (a shell, the compiler and its passes)
-        often shared a core for part of their run, and each test took 12 %
+        often shared a core for part of their run, and each test took 9-12 %
         longer than at one job (an independent loop per core: 4 %); pinned, it
         took no longer, and a reduction was 8-10 % faster (gcc and rustc
         benchmark cases). Only when the slots cover the processors exactly: with
         fewer, two reductions side by side would pin to the same ones, and a
         test that runs threads would lose the idle processors it could borrow.
+        A test goes to the processor with the fewest pinned tests of this
+        process, so a lone test never waits on a processor another holds.
         `GITREDUCE_PIN=0` leaves placement to the scheduler.
         """
         cpus = _pinnable_cpus()
-        fits = len(cpus) == len(self._slots)
-        for index, slot in enumerate(self._slots):
-            slot.cpu = cpus[index] if fits else None
+        return cpus if len(cpus) == len(self._slots) else []
 
     def __enter__(self) -> "Oracle":
         return self
@@ -285,9 +305,11 @@ class Oracle:
             _write_below(slot.workdir, str(slot.candidate.relative_to(slot.workdir)), content)
         # A file rather than pipes: a stray background child holding a pipe
         # open would make us wait for it; a file is read once sh has exited.
-        with open(slot.output, "w+b") as out:
+        pins = self._pins()
+        with open(slot.output, "w+b") as out, contextlib.ExitStack() as placement:
+            cpu = placement.enter_context(_PROCESSORS.least_busy(pins)) if pins else None
             start = time.monotonic()
-            with _placed(slot.cpu):
+            with _started_on(cpu):
                 process = subprocess.Popen(
                     slot.argv,
                     cwd=slot.workdir,

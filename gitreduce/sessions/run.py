@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,7 +73,7 @@ def run_figures(run: _Run) -> dict[str, object]:
     }
 
 
-def refuse_overwriting(outputs: Iterable[Path], inputs: Iterable[Path]) -> None:
+def refuse_overwriting(outputs: Collection[Path], inputs: Collection[Path]) -> None:
     """A one-line error, before any test, when an output would be one of the inputs (a
     seed named `prog.seed.c` beside `prog.c`): the inputs are never written to."""
     for output in outputs:

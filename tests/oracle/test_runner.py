@@ -409,7 +409,7 @@ def allowed_in_runs(oracle: Oracle, count: int) -> list[set[int]]:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no thread affinity here")
-def test_with_a_slot_per_processor_each_slots_tests_run_on_a_processor_of_their_own(
+def test_with_a_slot_per_processor_tests_at_once_each_run_on_a_processor_of_their_own(
     monkeypatch: pytest.MonkeyPatch,
 ):
     mine = os.sched_getaffinity(0)
@@ -423,3 +423,22 @@ def test_with_a_slot_per_processor_each_slots_tests_run_on_a_processor_of_their_
     monkeypatch.setenv("GITREDUCE_PIN", "0")
     with Oracle(spec, jobs=len(mine)) as oracle:
         assert allowed_in_runs(oracle, len(mine)) == [mine] * len(mine)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs thread affinity and two processors",
+)
+def test_two_oracles_of_one_process_put_their_lone_tests_on_different_processors():
+    """A triage's reductions run side by side in one process: one test each at a time
+    must not both go to the first processor."""
+    mine = os.sched_getaffinity(0)
+    spec = TestSpec(PRINT_CPUS, "v.txt", timeout=10)
+    with (
+        Oracle(spec, jobs=len(mine)) as first,
+        Oracle(spec, jobs=len(mine)) as second,
+        ThreadPoolExecutor(2) as pool,
+    ):
+        runs = list(pool.map(lambda oracle: oracle.run_with_output(b"")[1], [first, second]))
+    one, other = (cpu_list(output) for output in runs)
+    assert len(one) == len(other) == 1 and one != other
