@@ -33,17 +33,11 @@ from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.oracle.spec import TestSpec
-from gitreduce.sessions.fileset import (
-    FileSet,
-    SetTarget,
-    member_syntaxes,
-    read_set,
-    set_repo_path,
-    write_set,
-)
+from gitreduce.sessions.fileset import SetTarget, member_syntaxes, set_repo_path
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.pair import PairSummary, seed_verdict
 from gitreduce.sessions.run import Calibrate, Echo, calibrated_run, waiting_notice
+from gitreduce.sessions.set_files import FileSet, read_set, write_set
 from gitreduce.sessions.setpair_search import (
     Files,
     SetPairProgress,

@@ -24,10 +24,11 @@ from gitreduce.core.outcome import Verdict
 from gitreduce.git.bisect import BisectAborted, PathBisect, first_bad
 from gitreduce.git.revisions import commits_changing_any, read_set_at, to_repo_path
 from gitreduce.git.store import ResultRequest, Store
-from gitreduce.sessions.fileset import FileSet, RevisionSets, SetTarget, as_set, read_revision_sets
+from gitreduce.sessions.fileset import SetTarget
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.pair import seed_verdict
 from gitreduce.sessions.run import Echo, bisection_result, calibrated_run
+from gitreduce.sessions.set_files import FileSet, RevisionSets, as_set, read_revision_sets
 from gitreduce.sessions.setpair import (
     SetPairSettings,
     SetPairSummary,

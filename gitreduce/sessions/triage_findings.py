@@ -25,7 +25,7 @@ from gitreduce.git.findings import Finding, commits_in, find_findings
 from gitreduce.git.results import result_branch_name
 from gitreduce.git.store import Store
 from gitreduce.oracle.spec import TestSpec, anchored
-from gitreduce.sessions.fileset import read_revision_sets
+from gitreduce.sessions.set_files import read_revision_sets
 from gitreduce.sessions.triage_state import NOT_RUN, FindingResult
 
 

@@ -19,10 +19,10 @@ from gitreduce.git.store import ResultRequest
 from gitreduce.sessions.fileset import (
     FILES_PASS,
     FileSetSettings,
-    read_set,
     reduce_files,
     reduce_revision_set,
 )
+from gitreduce.sessions.set_files import read_set
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lto-type-mismatch"
 
