@@ -380,9 +380,15 @@ def test_a_judgement_given_up_while_waiting_for_a_slot_leaves_at_once_and_runs_n
     assert ran.read_text().split() == ["long"]
 
 
-# Prints the processors the test's processes may run on, e.g. "0-1" or "3", after a pause
-# long enough for every slot to be in use at once.
-PRINT_CPUS = "sleep 0.3; grep Cpus_allowed_list /proc/self/status | cut -f2"
+def print_cpus_together(gate: Path, count: int) -> TestSpec:
+    """A test that prints the processors its processes may run on ("0-1", "3") once
+    `count` runs are under way at once (each leaves a file in `gate`; at most 10 s)."""
+    gate.mkdir(exist_ok=True)
+    wait = (
+        f"touch {gate}/$$; n=0; while [ $(ls {gate} | wc -l) -lt {count} ] && "
+        "[ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done"
+    )
+    return TestSpec(f"{wait}; grep Cpus_allowed_list /proc/self/status | cut -f2", "v.txt")
 
 
 def cpu_list(text: str) -> set[int]:
@@ -410,30 +416,34 @@ def allowed_in_runs(oracle: Oracle, count: int) -> list[set[int]]:
 
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no thread affinity here")
 def test_with_a_slot_per_processor_tests_at_once_each_run_on_a_processor_of_their_own(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     mine = os.sched_getaffinity(0)
-    spec = TestSpec(PRINT_CPUS, "v.txt", timeout=10)
-    with Oracle(spec, jobs=len(mine)) as oracle:
-        placed = allowed_in_runs(oracle, len(mine))
+    count = len(mine)
+    with Oracle(print_cpus_together(tmp_path / "pinned", count), jobs=count) as oracle:
+        placed = allowed_in_runs(oracle, count)
         assert all(len(cpus) == 1 for cpus in placed), placed
         assert set().union(*placed) == mine  # one each
-        oracle.set_jobs(len(mine) + 1)  # more slots than processors: none pinned
-        assert allowed_in_runs(oracle, len(mine) + 1) == [mine] * (len(mine) + 1)
+    more = print_cpus_together(tmp_path / "more", count + 1)
+    with Oracle(more, jobs=count) as oracle:
+        oracle.set_jobs(count + 1)  # more slots than processors: none pinned
+        assert allowed_in_runs(oracle, count + 1) == [mine] * (count + 1)
     monkeypatch.setenv("GITREDUCE_PIN", "0")
-    with Oracle(spec, jobs=len(mine)) as oracle:
-        assert allowed_in_runs(oracle, len(mine)) == [mine] * len(mine)
+    with Oracle(print_cpus_together(tmp_path / "off", count), jobs=count) as oracle:
+        assert allowed_in_runs(oracle, count) == [mine] * count
 
 
 @pytest.mark.skipif(
     not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
     reason="needs thread affinity and two processors",
 )
-def test_two_oracles_of_one_process_put_their_lone_tests_on_different_processors():
+def test_two_oracles_of_one_process_put_their_lone_tests_on_different_processors(
+    tmp_path: Path,
+):
     """A triage's reductions run side by side in one process: one test each at a time
     must not both go to the first processor."""
     mine = os.sched_getaffinity(0)
-    spec = TestSpec(PRINT_CPUS, "v.txt", timeout=10)
+    spec = print_cpus_together(tmp_path / "gate", 2)
     with (
         Oracle(spec, jobs=len(mine)) as first,
         Oracle(spec, jobs=len(mine)) as second,
