@@ -27,6 +27,9 @@ from gitreduce.core.stats import Stats
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
+from gitreduce.pair.alignment import Alignment
+from gitreduce.pair.current import PairCurrent
+from gitreduce.pair.state import PairState
 from gitreduce.passes.schedule import reduce_program
 
 Predicate = Callable[[bytes], bool]
@@ -119,6 +122,25 @@ def derived(
         return [bytes(candidate) for candidate in candidates_of(current)]
     finally:
         current.engine.close()
+
+
+def bisect_pair(
+    seed: bytes,
+    variant: bytes,
+    grammar: grammars.Grammar,
+    engine: Engine,
+    *,
+    syntax: bool = True,
+) -> PairCurrent:
+    """The pair as `git bisect run` judges it: the seed good, the variant bad (`syntax`:
+    with the variant's syntax check, or none)."""
+    return PairCurrent(
+        PairState.full(Alignment.of(seed, variant, grammar)),
+        engine,
+        Syntax(grammar, variant) if syntax else None,
+        lambda outcome: outcome.verdict is Verdict.GOOD,
+        lambda outcome: outcome.verdict is Verdict.BAD,
+    )
 
 
 def parser(language: str) -> tree_sitter.Parser:

@@ -8,16 +8,13 @@ fails while it assigns a post-decrement, the seed passes while it does not.
 from __future__ import annotations
 
 from post_decrement import SEED, VARIANT, bug, flat
-from support import make_engine
+from support import bisect_pair, make_engine
 
-from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
-from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.coarse import coarse_commonality
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.ppr import reduce_pair
-from gitreduce.pair.state import PairState
 
 C = grammars.load("c")
 PYTHON = grammars.load("python")
@@ -37,15 +34,7 @@ def pair_current(
     engine.skipped_passes = frozenset(skipped)
     grammar = grammars.load(language)
     assert grammar is not None
-
-    def seed_ok(outcome: Outcome) -> bool:
-        return outcome.verdict is Verdict.GOOD
-
-    def variant_ok(outcome: Outcome) -> bool:
-        return outcome.verdict is Verdict.BAD
-
-    state = PairState.full(Alignment.of(seed, variant, grammar))
-    return PairCurrent(state, engine, Syntax(grammar, variant), seed_ok, variant_ok)
+    return bisect_pair(seed, variant, grammar, engine)
 
 
 def test_shared_declarations_and_statements_leave_both_programs() -> None:
@@ -132,14 +121,7 @@ def main(x, y):
         return b"x = y--1" in text
 
     engine = make_engine(python_bug, jobs=1)
-    state = PairState.full(Alignment.of(seed, variant, PYTHON))
-    current = PairCurrent(
-        state,
-        engine,
-        Syntax(PYTHON, variant),
-        lambda outcome: outcome.verdict is Verdict.GOOD,
-        lambda outcome: outcome.verdict is Verdict.BAD,
-    )
+    current = bisect_pair(seed, variant, PYTHON, engine)
     assert coarse_commonality(current)
     seed_out, variant_out = current.state.seed_text(), current.state.variant_text()
     # a deleted token's trivia goes with it: the blank lines before `def main` stay

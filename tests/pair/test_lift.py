@@ -11,18 +11,16 @@ import re
 from collections.abc import Callable
 
 from post_decrement import SEED, VARIANT, bug, flat
-from support import PACKAGE_ROOT
+from support import PACKAGE_ROOT, bisect_pair
 
 from gitreduce.core import edits
 from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
-from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.lift import Provenance, diffed_origins, lift
 from gitreduce.pair.ppr import reduce_pair, variant_first
-from gitreduce.pair.state import PairState
 from gitreduce.pair.tokens import tokenize
 
 C = grammars.load("c")
@@ -145,14 +143,7 @@ def pair_current(
 
     engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
     assert C is not None
-    state = PairState.full(Alignment.of(SEED, VARIANT, C))
-    return PairCurrent(
-        state,
-        engine,
-        Syntax(C, VARIANT),
-        lambda outcome: outcome.verdict is Verdict.GOOD,
-        lambda outcome: outcome.verdict is Verdict.BAD,
-    )
+    return bisect_pair(SEED, VARIANT, C, engine)
 
 
 def test_the_variant_is_reduced_alone_and_the_seed_follows() -> None:

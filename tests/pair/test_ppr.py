@@ -13,7 +13,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from post_decrement import bug, flat, mutated
-from support import make_engine
+from support import bisect_pair, make_engine
 
 from gitreduce.core import edits
 from gitreduce.core.keys import blob_id
@@ -53,17 +53,7 @@ def pair_current(
     seed: bytes = SEED, variant: bytes = VARIANT, rule: Callable[[bytes], bool] = bug
 ) -> PairCurrent:
     assert not rule(seed) and rule(variant)
-    engine = make_engine(rule, jobs=1)
-    syntax = Syntax(C, variant)
-
-    def seed_ok(outcome: Outcome) -> bool:
-        return outcome.verdict is Verdict.GOOD
-
-    def variant_ok(outcome: Outcome) -> bool:
-        return outcome.verdict is Verdict.BAD
-
-    state = PairState.full(Alignment.of(seed, variant, C))
-    return PairCurrent(state, engine, syntax, seed_ok, variant_ok)
+    return bisect_pair(seed, variant, C, make_engine(rule, jobs=1))
 
 
 def assert_properties_kept(current: PairCurrent) -> None:
@@ -322,13 +312,7 @@ def test_a_pair_is_accepted_only_on_local_verdicts() -> None:
     tested: list[bytes] = []
     engine = make_engine(lambda text: b"x = y--" in text, jobs=1, tested=tested)
     seed, variant = b"int f() { x = y; }\n", b"int f() { x = y--; }\n"
-    current = PairCurrent(
-        PairState.full(Alignment.of(seed, variant, C)),
-        engine,
-        None,
-        lambda outcome: outcome.verdict is Verdict.GOOD,
-        lambda outcome: outcome.verdict is Verdict.BAD,
-    )
+    current = bisect_pair(seed, variant, C, engine, syntax=False)
     judge = current.judge((10**6, 10**6))
     rejected = PairCandidate(seed + b" ", variant + b" ", (0, 1))
     engine.cache.put(blob_id(rejected.variant), Outcome(Verdict.GOOD, 0, 0.0, local=False))
@@ -353,13 +337,7 @@ def test_the_slots_min_commonality_hoists_by_are_those_of_the_pair_as_it_began()
     variant = seed.replace(b"        let a", b'        let b: u32 = "x";\n        let a')
     engine = make_engine(lambda text: b'"x"' in text, jobs=1)
     try:
-        current = PairCurrent(
-            PairState.full(Alignment.of(seed, variant, RUST)),
-            engine,
-            Syntax(RUST, variant),
-            lambda outcome: outcome.verdict is Verdict.GOOD,
-            lambda outcome: outcome.verdict is Verdict.BAD,
-        )
+        current = bisect_pair(seed, variant, RUST, engine)
         reduced = seed.replace(b"fn helper() {}\n", b"")
         current.adopt(
             PairState.full(Alignment.of(reduced, variant.replace(b"fn helper() {}\n", b""), RUST))

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from support import derived, nodes, parser, parses_cleanly, reduce_text
+from support import bisect_pair, derived, nodes, parser, parses_cleanly, reduce_text
 
 from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
-from gitreduce.lang.syntax import Syntax
-from gitreduce.pair.alignment import Alignment
-from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.ppr import reduce_pair
-from gitreduce.pair.state import PairState
 from gitreduce.passes.aliases import alias_candidates
 
 
@@ -126,13 +122,7 @@ def test_inside_ppr_the_alias_keeps_each_program_its_own_version_of_the_type() -
 
     engine = Engine(run_test, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
     try:
-        current = PairCurrent(
-            PairState.full(Alignment.of(seed, PROGRAM, rust)),
-            engine,
-            Syntax(rust, PROGRAM),
-            lambda outcome: outcome.verdict is Verdict.GOOD,
-            lambda outcome: outcome.verdict is Verdict.BAD,
-        )
+        current = bisect_pair(seed, PROGRAM, rust, engine)
         reduce_pair(current)
     finally:
         engine.close()
