@@ -31,11 +31,19 @@ def check_path(path: str) -> str | None:
         return "not a plain path below the set's directory"
     if "\n" in path or "\0" in path:
         return "a newline or NUL in the name"
+    if any(_names_git_directory(part) for part in parts):
+        return "a .git directory (git's own files, which a test that runs git would obey)"
     try:
         path.encode()
     except UnicodeEncodeError:
         return "a name that is not UTF-8"
     return None
+
+
+def _names_git_directory(name: str) -> bool:
+    """`.git` as git itself refuses it in a tree: any case, trailing dots or spaces ignored
+    (what case-insensitive and Windows file systems would open as `.git`)."""
+    return name.rstrip(". ").lower() == ".git"
 
 
 def pack(files: Mapping[str, bytes]) -> bytes:

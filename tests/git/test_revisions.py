@@ -260,3 +260,42 @@ def test_a_set_at_a_commit_leaves_out_links_and_submodules(tmp_path):
     commit = resolve_commit(repo, "HEAD")
     kinds = [kind_at(commit, path) for path in ("d", "d/a.c", "d/l.c", "d/module", "x")]
     assert kinds == ["directory", "file", "link", "submodule", None]
+
+
+def test_a_set_at_a_commit_leaves_out_a_git_directory_a_stranger_committed(tmp_path):
+    """git refuses to check out a tree entry named `.git`, but a commit can hold one (made
+    with `git mktree`): written into the test's directory, its `config` would run a command
+    (`core.fsmonitor`) for any test that runs git there. Before: read as members, and the
+    run then crashed writing the set to the cache (`invalid name for a tree entry`)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+
+    def mktree(listing: str) -> str:
+        made = subprocess.run(
+            ["git", "mktree"], cwd=work, input=listing, capture_output=True, text=True
+        )
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip()
+
+    def blob(text: str) -> str:
+        return subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"],
+            cwd=work,
+            input=text,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    config = blob("[core]\n\tfsmonitor = touch PWNED\n")
+    source = blob("int a;\n")
+    hidden = mktree(f"100644 blob {config}\tconfig\n")
+    case = mktree(
+        f"100644 blob {source}\tprog.c\n040000 tree {hidden}\t.git\n040000 tree {hidden}\t.GIT.\n"
+    )
+    root = mktree(f"040000 tree {case}\tcase\n")
+    git(work, "update-ref", "HEAD", git(work, "commit-tree", root, "-m", "crafted").stdout.strip())
+    files, skipped = read_set_at(pygit2.Repository(str(work)), "HEAD", ["case"])
+    assert files == {"case/prog.c": b"int a;\n"}
+    assert sorted(skipped) == ["case/.GIT./config", "case/.git/config"]
