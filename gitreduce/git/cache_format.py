@@ -45,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
 import secrets
 import threading
@@ -72,6 +73,8 @@ SEAL = "gitreduce cache"
 # the name only needs to be unique where it stands (64 bits) and short.
 NAME_END = 16
 FINGERPRINT = re.compile(r"[0-9a-f]{4,64}")
+# A candidate's key in a records line: its object id, in hex
+_KEY = re.compile(rb"[0-9a-f]{40}")
 
 README_TEXT = """\
 gitreduce verdict cache for one test fingerprint.
@@ -198,8 +201,8 @@ class RecordCodec:
                 return None
             local = isinstance(mac, str) and hmac.compare_digest(mac, self._mac(key, body))
             return _outcome(verdict, exit_code, seconds, signature, solo, local=local)
-        except (ValueError, KeyError, TypeError, IndexError):
-            return None
+        except (ValueError, KeyError, TypeError, IndexError, OverflowError, RecursionError):
+            return None  # a record built to break the parser, as any fetched one may be
 
     def rank(self, key: bytes, raw: bytes) -> Rank:
         return rank(self.decode(key.decode(), raw))
@@ -220,6 +223,8 @@ def _outcome(
     if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
         return None
     if not isinstance(seconds, (int, float)) or not isinstance(solo, int) or solo < 0:
+        return None
+    if not 0 <= float(seconds) < math.inf:
         return None
     if signature is not None and not isinstance(signature, str):
         return None
@@ -245,9 +250,15 @@ def parse_records(data: bytes) -> dict[bytes, bytes]:
     lines: dict[bytes, bytes] = {}
     for line in data.splitlines():
         key, _, record = line.partition(b" ")
-        if len(key) == 40 and record:
+        if record and _KEY.fullmatch(key):
             lines.setdefault(key, record)
     return lines
+
+
+def records_of(entry: pygit2.Object) -> bytes:
+    """The records an entry holds: none unless it is a blob (a fetched cache ref may put
+    anything where records go)."""
+    return entry.data if isinstance(entry, pygit2.Blob) else b""
 
 
 def records_blob(lines: dict[bytes, bytes]) -> bytes:
@@ -272,11 +283,13 @@ def record_blobs(tree: pygit2.Tree) -> list[pygit2.Oid]:
     blobs: list[pygit2.Oid] = []
     verdicts = child_tree(tree, VERDICTS)
     for entry in verdicts or []:
-        blobs.append(entry.id)
+        if isinstance(entry, pygit2.Blob):  # a fetched tree may hold anything there
+            blobs.append(entry.id)
     batches = child_tree(tree, BATCHES)
     for batch in sorted(batches or [], key=lambda entry: entry.name or ""):
-        if isinstance(batch, pygit2.Tree) and VERDICTS in batch:
-            blobs.append(batch[VERDICTS].id)
+        records = batch[VERDICTS] if isinstance(batch, pygit2.Tree) and VERDICTS in batch else None
+        if isinstance(records, pygit2.Blob):
+            blobs.append(records.id)
     return blobs
 
 
@@ -372,7 +385,7 @@ def compact_batches(
             continue
         for entry in batch:
             if entry.name == VERDICTS:
-                for key, record in parse_records(entry.data).items():
+                for key, record in parse_records(records_of(entry)).items():
                     keep_better(records.setdefault(key[:2].decode(), {}), key, record, weigh)
             else:
                 shard = candidates.setdefault((entry.name or "")[:2], {})
@@ -382,7 +395,7 @@ def compact_batches(
     verdict_builder = repo.TreeBuilder(verdicts) if verdicts else repo.TreeBuilder()
     candidate_builder = repo.TreeBuilder(old_candidates) if old_candidates else repo.TreeBuilder()
     for shard, new in records.items():
-        lines = parse_records(verdicts[shard].data) if verdicts and shard in verdicts else {}
+        lines = parse_records(records_of(verdicts[shard])) if verdicts and shard in verdicts else {}
         for key, record in new.items():
             keep_better(lines, key, record, weigh)
         data = records_blob(lines)

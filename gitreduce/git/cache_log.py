@@ -86,6 +86,7 @@ from gitreduce.git.cache_format import (
     new_objects,
     parse_records,
     record_blobs,
+    records_of,
     sealed_below,
     write_batch,
 )
@@ -411,7 +412,7 @@ class CacheLog:
                 assert batches is not None  # ours are in it
                 for entry in batches[name]:
                     if entry.name == VERDICTS:
-                        for key, record in parse_records(entry.data).items():
+                        for key, record in parse_records(records_of(entry)).items():
                             if self.codec.rank(key, record) != UNREADABLE:  # not revoked
                                 keep_better(merged, key, record, self.codec.rank)
                     else:
@@ -554,7 +555,7 @@ class CacheLog:
         for oid in blobs:
             if oid in self._seen:
                 continue
-            for key, record in parse_records(self._flush_repo[oid].data).items():
+            for key, record in parse_records(records_of(self._flush_repo[oid])).items():
                 outcome = self.codec.decode(key.decode(), record)
                 if outcome is not None:
                     found.append((key.decode(), outcome))

@@ -26,6 +26,7 @@ from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.git.cache_format import (
     BATCHES,
     CACHE_REF_PREFIX,
+    VERDICTS,
     cache_signature,
     new_batch_name,
     parse_records,
@@ -174,3 +175,46 @@ def test_a_poisoned_cache_cannot_change_the_result(cold, tmp_path, edit):
         + " contradicted by local runs; the result is based on local runs only"
     ]
     assert "contradicted by local runs" in done.stderr
+
+
+def test_a_fetched_cache_built_to_break_the_reader_is_ignored(cold, tmp_path):
+    """Records a stranger wrote to crash the reader: JSON nested too deep to parse, a number
+    too large for a float, a key that is not hex, and a tree where records go. Before: every
+    run of the test stopped with an internal error (RecursionError, OverflowError,
+    AttributeError) until the user found and deleted the ref."""
+    honest, first = cold
+    attacker = clone(honest, tmp_path / "attacker", fetch_cache=False)
+    repo = pygit2.Repository(str(attacker))
+    spec = TestSpec(command=TEST, relative_path="variant.c")
+    key = blob_id((attacker / "variant.c").read_bytes()).encode()
+    records = b"".join(
+        [
+            key + b" " + b"[" * 200_000 + b"\n",
+            key + b' [2,"bad",1,' + b"9" * 400 + b',null,0,"x","aaaaaaaaaaaa","00"]\n',
+            b"\xff" * 40 + b' ["bad", 1, 0.01, null]\n',
+        ]
+    )
+    stamp = cache_signature()
+    shard = repo.TreeBuilder()
+    shard.insert("ab", repo.create_blob(records), FileMode.BLOB)
+    batch = repo.TreeBuilder()
+    batch.insert(VERDICTS, shard.write(), FileMode.TREE)  # a tree where the records go
+    batches = repo.TreeBuilder()
+    batches.insert(new_batch_name(), batch.write(), FileMode.TREE)
+    root = repo.TreeBuilder()
+    root.insert(BATCHES, batches.write(), FileMode.TREE)
+    root.insert(VERDICTS, shard.write(), FileMode.TREE)
+    commit = repo.create_commit(None, stamp, stamp, "crafted\n", root.write(), [])
+    repo.references.create(CACHE_REF_PREFIX + spec.fingerprint(), commit, force=True)
+    second = repo.TreeBuilder()
+    second.insert(VERDICTS, repo.create_blob(records), FileMode.BLOB)
+    other = repo.TreeBuilder()
+    other.insert(new_batch_name(), second.write(), FileMode.TREE)
+    top = repo.TreeBuilder()
+    top.insert(BATCHES, other.write(), FileMode.TREE)
+    commit = repo.create_commit(None, stamp, stamp, "crafted\n", top.write(), [])
+    repo.references.create("refs/reduce/remotes/x/cache/" + spec.fingerprint(), commit)
+    victim = clone(attacker, tmp_path / "victim", fetch_cache=True)
+    done = reduce(victim, "--jobs", "1")
+    assert result(victim) == result(honest)
+    assert summary(done)["tokens_after"] == first["tokens_after"]
