@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import pygit2
 from pygit2.enums import DeltaStatus, FileMode, SortMode
 
+from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
 from gitreduce.git.config import branch_prefix
 from gitreduce.git.revisions import parse_range, resolve_commit
@@ -170,7 +171,7 @@ def examine(
         return Finding(sha, paths, None, fallback_command, problem)
     name = trailers[TEST_TRAILER]
     if not TEST_NAME.fullmatch(name):
-        shown = "".join(char if char.isprintable() else "?" for char in name)
+        shown = printable(name)
         return Finding(
             sha, (), None, None, f"'{shown}' is not a test name (letters, digits, '.', '_', '-')"
         )
@@ -250,7 +251,7 @@ def _paths_problem(commit: pygit2.Commit, paths: tuple[str, ...]) -> str | None:
             return problem
         found = [(where, version.tree[path]) for where, version in versions if path in version.tree]
         if not found:
-            return f"{path} does not exist in the commit or its parent"
+            return f"{printable(path)} does not exist in the commit or its parent"
         for where, entry in found:
             problem = _entry_problem(path, entry, where)
             if problem is not None:
@@ -269,20 +270,29 @@ def _same(commit: pygit2.Commit, path: str) -> bool:
     return parent.tree[path].id == commit.tree[path].id
 
 
+def printable(text: str) -> str:
+    """`text` from a commit as a message may show it: control characters (a terminal's
+    escape sequences) as `?`."""
+    return "".join(char if char.isprintable() else "?" for char in text)
+
+
 def _path_syntax(path: str) -> str | None:
     """Why `path` is not a plain path inside the repository, or None."""
     parts = path.split("/")
+    shown = printable(path)
     if not path or path.startswith("/") or ".." in parts or "." in parts or "" in parts:
-        shown = "".join(char if char.isprintable() else "?" for char in path)
         return f"'{shown}' is not a path inside the repository"
+    problem = fileset.check_path(path)
+    if problem is not None:
+        return f"'{shown}' cannot be reduced: {problem}"
     return None
 
 
 def _entry_problem(path: str, entry: pygit2.Object, where: str) -> str | None:
     if entry.type_str != "blob":
-        return f"{path} is not a file in {where}"
+        return f"{printable(path)} is not a file in {where}"
     if entry.filemode == FileMode.LINK:
-        return f"{path} is a symbolic link in {where}"
+        return f"{printable(path)} is a symbolic link in {where}"
     return None
 
 
@@ -295,10 +305,10 @@ def _path_problem(commit: pygit2.Commit, path: str) -> str | None:
         try:
             entry = version.tree[path]
         except KeyError:
-            return f"{path} does not exist in {where}"
+            return f"{printable(path)} does not exist in {where}"
         problem = _entry_problem(path, entry, where)
         if problem is not None:
             return problem
     if commit.parents[0].tree[path].id == commit.tree[path].id:
-        return f"{path} is the same in the commit and its parent"
+        return f"{printable(path)} is the same in the commit and its parent"
     return None

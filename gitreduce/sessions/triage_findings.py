@@ -21,7 +21,7 @@ import pygit2
 from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
 from gitreduce.git.config import branch_prefix
-from gitreduce.git.findings import Finding, commits_in, find_findings
+from gitreduce.git.findings import Finding, commits_in, find_findings, printable
 from gitreduce.git.results import result_branch_name
 from gitreduce.git.store import Store
 from gitreduce.oracle.spec import TestSpec, anchored
@@ -109,16 +109,15 @@ def commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSettin
         try:
             sets = read_revision_sets(revisions, finding.paths, cwd, deleted=True)
         except UserError as error:
-            result.status, result.reason = NOT_RUN, str(error)
+            result.status, result.reason = NOT_RUN, printable(str(error))
             return job
         job.seed, job.variant = fileset.pack(sets.seed), fileset.pack(sets.variant)
         job.name = PurePosixPath(sets.root).name or PurePosixPath(sets.paths[0]).name
         job.file_set = True
     result.fingerprint = _fingerprint(finding.command, job.name, cwd, job.file_set)
+    # The paths come from the commit: last, behind `--`, none able to read as an option.
     job.argv = [
         revisions,
-        "--",
-        *finding.paths,
         "--test",
         finding.command,
         "--no-bisect",
@@ -126,6 +125,8 @@ def commit_job(repo: pygit2.Repository, finding: Finding, settings: TriageSettin
         branch,
         "--force",
         *_common_options(settings, result, with_report=not job.file_set),
+        "--",
+        *(f"./{path}" if path.startswith("-") else path for path in finding.paths),
     ]
     return job
 

@@ -143,6 +143,30 @@ def test_a_bad_path_among_several_runs_nothing_and_says_why(tmp_path: Path) -> N
         assert note is not None and note.startswith(f"not run: {reason}\n")
 
 
+def test_paths_a_commit_names_never_reach_the_reduction_as_options(tmp_path: Path) -> None:
+    """A stranger's commit names files called `--any-failure` and `--patch=/somewhere`
+    (they exist in it, so they are valid paths). Before: the child reduction took them as
+    its options, accepted any failure, and wrote its patch over a file outside the
+    repository. They are files of the set now, and nothing else."""
+    repo, env, _ = findings_repo(tmp_path, [])
+    set_test(tmp_path, repo, env)
+    target = tmp_path / "outside" / "important.txt"
+    target.parent.mkdir()
+    target.write_text("the user's data\n")
+    hostile = ["--any-failure", f"--patch={target}"]
+    for name in hostile:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("not code\n")
+    named = "".join(f"\nReduce-Path: {name}" for name in ["a.c", "b.c", "defs.h", *hostile])
+    sha = commit_set_finding(repo, env, trailers=f"Reduce-Test: gccset{named}")
+    summary = _summary(triage(repo, env, "--json"))
+    [finding] = summary["findings"]
+    assert finding["commit"] == sha and finding["status"] == "reduced", finding["reason"]
+    assert finding["paths"] == ["a.c", "b.c", "defs.h", *hostile]
+    assert finding["signature"] == SIGNATURES["shift"]  # not any failure
+    assert target.read_text() == "the user's data\n"
+
+
 def test_the_index_shows_a_set_findings_change_as_its_multi_file_diff(tmp_path: Path) -> None:
     diff = "diff --git a/a.c b/a.c\n-int a;\n+int a = 1 << 40;\n"
     finding = FindingResult(
