@@ -43,6 +43,66 @@ _HEAD_BYTES = 64 * 1024
 _TAIL_BYTES = 16 * 1024
 _PLACEHOLDER = re.compile(r"""(['"]?)\{\}\1""")
 
+# Characters no shell expands or splits on, in any quoting: a name of only these may
+# stand anywhere in the command.
+_INERT_NAME = re.compile(r"[A-Za-z0-9_./+,:@%=-]*")
+
+
+def _with_candidate(command: str, candidate: Path, name: str) -> str:
+    """`command` with each `{}` replaced by the candidate's path, quoted for the shell.
+
+    The quoting holds where `{}` is a word of its own. Inside a quoted word
+    (`sh -c "gcc {}"`, `"{}.o"`) it does not, and the name is the file's name
+    in a repository, which a stranger may have chosen (`$(...).c`): such a
+    name is refused there, before any test, rather than run as a command.
+    """
+    quoted = shlex.quote(str(candidate))
+    if not _INERT_NAME.fullmatch(name):
+        for match in _PLACEHOLDER.finditer(command):
+            if not _stands_alone(command, match.start(), match.end()):
+                raise UserError(
+                    f"the file name {name!r} cannot be put inside a quoted word of "
+                    "the test command: write {} as a word of its own (it then arrives as "
+                    'one argument), or "$GITREDUCE_FILE" quoted where the test uses the name'
+                )
+    return _PLACEHOLDER.sub(lambda _: quoted, command)
+
+
+def _stands_alone(command: str, start: int, end: int) -> bool:
+    """Whether `command[start:end]` is a whole shell word where the shell's quoting applies:
+    outside quotes, or inside a command substitution (`"$(cat {})"`), where it starts over."""
+    separators = " \t\n;&|()<>"
+    if start > 0 and command[start - 1] not in separators:
+        return False
+    if end < len(command) and command[end] not in separators:
+        return False
+    contexts = [""]  # "" unquoted, "(" a substitution or subshell, or the open quote
+    index = 0
+    while index < start:
+        char, context = command[index], contexts[-1]
+        opens = command.startswith("$(", index)
+        if context == "'":
+            if char == "'":
+                contexts.pop()
+        elif char == "\\":
+            index += 1
+        elif context == '"':
+            if char == '"':
+                contexts.pop()
+            elif opens:
+                contexts.append("(")
+                index += 1
+        elif char in "'\"":
+            contexts.append(char)
+        elif char == "(" or opens:
+            contexts.append("(")
+            index += opens
+        elif char == ")" and context == "(":
+            contexts.pop()
+        index += 1
+    return index == start and contexts[-1] in ("", "(")
+
+
 # How long close() waits for runs in flight to let go of their slots: they were
 # killed, so this is the time to reap a process and close a file.
 _SETTLE_SECONDS = 5.0
@@ -175,12 +235,12 @@ class Oracle:
         workdir = self._root / str(index)
         workdir.mkdir()
         candidate = workdir if self.spec.file_set else workdir.joinpath(*relative.parts)
-        quoted = shlex.quote(str(candidate))
+        name = "" if self.spec.file_set else str(relative)  # a set's {} is our own directory
         return _Slot(
             workdir=workdir,
             candidate=candidate,
             output=self._root / f"{index}.out",
-            argv=("/bin/sh", "-c", _PLACEHOLDER.sub(lambda _: quoted, command)),
+            argv=("/bin/sh", "-c", _with_candidate(command, candidate, name)),
             env={**environment, "GITREDUCE_FILE": str(candidate)},
         )
 

@@ -452,3 +452,26 @@ def test_two_oracles_of_one_process_put_their_lone_tests_on_different_processors
         runs = list(pool.map(lambda oracle: oracle.run_with_output(b"")[1], [first, second]))
     one, other = (cpu_list(output) for output in runs)
     assert len(one) == len(other) == 1 and one != other
+
+
+def test_a_name_the_shell_would_expand_is_never_put_inside_a_quoted_word(tmp_path, monkeypatch):
+    """The candidate's name may be a file's name in a stranger's commit. `{}` as a word of
+    its own is quoted, so the name arrives as one argument; inside a quoted word the
+    quoting does not hold (before: `sh -c "... {}"` ran the name's `$(...)`), so such a
+    name is refused there before any test, and a plain name still goes anywhere."""
+    monkeypatch.chdir(tmp_path)
+    hostile = "$(touch PWNED).c"
+    shown = tmp_path / "argument"
+    alone = TestSpec(command=f"printf %s {{}} > {shown}", relative_path=hostile)
+    with Oracle(alone, 1) as oracle:
+        assert oracle.run(b"int x;\n").verdict is Verdict.GOOD
+    assert shown.read_text().endswith("/$(touch PWNED).c")
+    for command in ('sh -c "true {}"', "sh -c 'true {}'", 'cc -o "{}.o"', "true \\{}"):
+        spec = TestSpec(command=command, relative_path=hostile)
+        with pytest.raises(UserError, match="cannot be put inside a quoted word"):
+            Oracle(spec, 1).close()
+    assert not (tmp_path / "PWNED").exists()
+    plain = TestSpec(command=f'sh -c "printf %s {{}} > {shown}"', relative_path="dir/a-1.c")
+    with Oracle(plain, 1) as oracle:
+        assert oracle.run(b"int x;\n").verdict is Verdict.GOOD
+    assert shown.read_text().endswith("/dir/a-1.c")
