@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pty
+import select
 import shutil
 import subprocess
 import threading
@@ -184,6 +186,39 @@ def calls(language: str, name: bytes) -> Predicate:
         return False
 
     return predicate
+
+
+def run_on_a_terminal(
+    args: list[str], cwd: Path, env: dict[str, str], columns: int
+) -> tuple[int, str]:
+    """Run with stderr on a pseudo-terminal `columns` wide; its exit status and what it drew."""
+    controller, terminal = pty.openpty()
+    child = subprocess.Popen(
+        args,
+        cwd=cwd,
+        env=env | {"COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            ready, _, _ = select.select([controller], [], [], 300)
+            if not ready:
+                child.kill()
+                raise AssertionError("no output from the terminal run for 300 s")
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # EIO: the child closed its end
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(controller)
+    return child.wait(timeout=60), b"".join(chunks).decode(errors="replace")
 
 
 def script(path: Path, body: str, executable: bool = True) -> Path:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TypedDict
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 from typer.exceptions import TyperException
@@ -66,6 +65,7 @@ from gitreduce.cli.progress import (
     print_summary,
     write_pair,
 )
+from gitreduce.cli.terminal import Terminal
 from gitreduce.cli.triage import HELP as TRIAGE_HELP
 from gitreduce.cli.triage import triage_command
 from gitreduce.cli.usage import EXIT_USAGE, describe, resolve, short_usage, wants_usage
@@ -339,7 +339,7 @@ def reduce(
         ),
     ] = None,
 ) -> None:
-    console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    console = Terminal(stderr=True, quiet=quiet, soft_wrap=True)
     counted = [ProgressFile(progress_file)] if progress_file is not None else []
     skip_passes = skip_pass or []
 
@@ -615,12 +615,12 @@ def run(argv: list[str]) -> int:
             default_map=default_map(Path.cwd()),
         )
     except UserError as error:  # a git config value that cannot work
-        Console(stderr=True, soft_wrap=True).print(
+        Terminal(stderr=True, soft_wrap=True).print(
             f"[red]error:[/] {escape(str(error))}", highlight=False
         )
         return error.exit_code
     except TyperException as error:  # usage errors: unknown option, bad value, no such command
-        Console(stderr=True, soft_wrap=True).print(
+        Terminal(stderr=True, soft_wrap=True).print(
             f"[red]error:[/] {escape(error.format_message())}", highlight=False
         )
         return 2

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from gitreduce import api
+from gitreduce.cli.terminal import Terminal
 from gitreduce.core.errors import UserError
 
 HELP = (
@@ -54,7 +54,7 @@ def count_command(
         else:
             raise UserError("give one FILE, or a SEED and a VARIANT")
     except UserError as error:
-        Console(stderr=True, soft_wrap=True).print(
+        Terminal(stderr=True, soft_wrap=True).print(
             f"[red]error:[/] {escape(str(error))}", highlight=False
         )
         raise typer.Exit(error.exit_code) from None

@@ -41,7 +41,13 @@ from gitreduce.cli.options import (
     reported_errors,
     resolve_test,
 )
-from gitreduce.cli.progress import print_pass_profile, print_provenance, verified_note
+from gitreduce.cli.progress import (
+    print_pass_profile,
+    print_provenance,
+    print_warnings,
+    verified_note,
+)
+from gitreduce.cli.terminal import Terminal
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
 from gitreduce.generator.replay import Alignment
@@ -123,7 +129,7 @@ def generate_command(
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
-    console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    console = Terminal(stderr=True, quiet=quiet, soft_wrap=True)
     with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)
         if strategy not in ("tree", "sequence"):
@@ -197,8 +203,7 @@ def _progress(console: Console) -> Callable[[TraceSearcher | Current], None]:
 
 
 def print_summary(console: Console, summary: GenerateSummary) -> None:
-    for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    print_warnings(console, summary.warnings)
     state = "interrupted; best so far" if summary.interrupted else "reduced"
     share = 100.0 * summary.bytes_after / max(1, summary.bytes_before)
     console.print(

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
+from gitreduce.cli.terminal import Terminal
 from gitreduce.core.errors import UserError
 from gitreduce.git.hooks import install, uninstall
 
@@ -35,13 +36,15 @@ app = typer.Typer(
 
 
 def _report(lines: list[str]) -> None:
-    console = Console(stderr=True, soft_wrap=True)
+    console = Terminal(stderr=True, soft_wrap=True)
     for line in lines:
         console.print(line, highlight=False, markup=False)
 
 
 def _fail(error: UserError) -> typer.Exit:
-    Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {error}", highlight=False)
+    Terminal(stderr=True, soft_wrap=True).print(
+        f"[red]error:[/] {escape(str(error))}", highlight=False
+    )
     return typer.Exit(error.exit_code)
 
 

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from gitreduce.cli import EXIT_INTERRUPTED
+from gitreduce.cli.terminal import Terminal
 from gitreduce.core.errors import UserError
 from gitreduce.oracle.executor import parse_executor
 
@@ -147,7 +148,7 @@ def resolve_test(
 def reported_errors(console: Console, debug: bool) -> Iterator[None]:
     """Every failure as one line with its documented exit code: 2 for what the user can
     fix, 130 for Ctrl-C, 1 for a bug of ours (its traceback only with --debug)."""
-    errors = Console(stderr=True, soft_wrap=True)
+    errors = Terminal(stderr=True, soft_wrap=True)
     try:
         yield
     except UserError as error:

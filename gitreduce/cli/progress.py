@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
 from gitreduce.cli.html import Line, Row, align, marked_lines, marked_pair
+from gitreduce.cli.terminal import shown
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
@@ -108,9 +110,15 @@ class ProgressPrinter(_StatusLine):
         self._show(f"{tokens} tokens ({share:.1f}%)  {_work(engine.stats, current.label)}")
 
 
+def print_warnings(console: Console, warnings: Sequence[str]) -> None:
+    """Each warning on a line of its own; a file's name or the test's words in one are
+    never read as markup (`[/b]` in a directory's name)."""
+    for warning in warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+
+
 def print_summary(console: Console, summary: Summary, patch: Path | None = None) -> None:
-    for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    print_warnings(console, summary.warnings)
     state = "interrupted; best so far" if summary.interrupted else "reduced"
     share = 100.0 * summary.tokens_after / max(1, summary.tokens_before)
     console.print(
@@ -199,8 +207,7 @@ def print_pair_summary(
     patch: Path | None = None,
 ) -> None:
     """The change (see `print_change`), then one screen of sizes, figures and destinations."""
-    for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    print_warnings(console, summary.warnings)
     print_change(
         console,
         summary.seed.decode(errors="replace"),
@@ -235,8 +242,7 @@ def print_set_pair_summary(
     console: Console, summary: SetPairSummary, patch: Path | None = None
 ) -> None:
     """Each file's change (see `print_change`), then the sizes, figures and destinations."""
-    for warning in summary.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+    print_warnings(console, summary.warnings)
     for path in summary.changed_files:
         print_change(
             console,
@@ -278,8 +284,11 @@ def print_change(console: Console, seed: str, variant: str, name: str) -> None:
     at most `SIDE_BY_SIDE_MAX_ROWS` aligned rows, and `console.width` of at
     least `side_by_side_width`: every line of both programs whole, next to each
     other, so nothing is wrapped or cut. Off a terminal no style is drawn, so
-    the token diff (up to seconds on a large pair) is skipped there.
+    the token diff (up to seconds on a large pair) is skipped there. The
+    programs and the name come from strangers: their control characters are
+    shown, not sent (`cli.terminal`).
     """
+    seed, variant, name = shown(seed), shown(variant), shown(name)
     if console.is_terminal:
         seed_lines, variant_lines = marked_pair(seed, variant)
     else:

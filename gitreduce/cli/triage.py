@@ -21,6 +21,7 @@ from rich.table import Table
 
 from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.cli.options import Debug, Quiet, TestTimeout, reported_errors
+from gitreduce.cli.terminal import Terminal, shown
 from gitreduce.cli.triage_html import write_index
 from gitreduce.core.errors import UserError
 from gitreduce.sessions.triage import triage
@@ -156,7 +157,7 @@ def triage_command(
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
-    console = Console(stderr=True, quiet=quiet, soft_wrap=True)
+    console = Terminal(stderr=True, quiet=quiet, soft_wrap=True)
     with reported_errors(console, debug):
         if html is not None and (html.is_dir() or not html.parent.is_dir()):
             raise UserError(f"--html {html}: not a file in an existing directory")
@@ -281,9 +282,9 @@ def print_buckets(console: Console, state: TriageState) -> None:
         table.add_row(
             str(bucket.number),
             str(len(bucket.findings)),
-            best.branch or best.label,
+            shown(best.branch or best.label),
             "" if best.reduced_diff is None else f"{best.reduced_diff} tokens",
-            bucket.signature or "(no signature)",
+            shown(bucket.signature or "(no signature)"),  # the test's own words
         )
     console.print(table)
     for warning in state.warnings:

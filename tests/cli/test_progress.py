@@ -12,9 +12,7 @@ from __future__ import annotations
 import difflib
 import io
 import os
-import pty
 import re
-import select
 import shutil
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from support import run_on_a_terminal
 
 from gitreduce.cli import progress as report
 from gitreduce.cli.html import aligned_rows
@@ -338,39 +337,6 @@ def test_progress_lines_appear_when_stderr_is_a_pipe(pair_dir: tuple[Path, dict[
         timeout=300,
     )
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
-
-
-def run_on_a_terminal(
-    args: list[str], cwd: Path, env: dict[str, str], columns: int
-) -> tuple[int, str]:
-    """Run with stderr on a pseudo-terminal `columns` wide; its exit status and what it drew."""
-    controller, terminal = pty.openpty()
-    child = subprocess.Popen(
-        args,
-        cwd=cwd,
-        env=env | {"COLUMNS": str(columns), "LINES": "50", "TERM": "xterm-256color"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=terminal,
-    )
-    os.close(terminal)
-    chunks: list[bytes] = []
-    try:
-        while True:
-            ready, _, _ = select.select([controller], [], [], 300)
-            if not ready:
-                child.kill()
-                raise AssertionError("no output from the terminal run for 300 s")
-            try:
-                chunk = os.read(controller, 65536)
-            except OSError:  # EIO: the child closed its end
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        os.close(controller)
-    return child.wait(timeout=60), b"".join(chunks).decode(errors="replace")
 
 
 @needs_gcc
