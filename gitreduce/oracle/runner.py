@@ -29,6 +29,7 @@ from typing import IO, Protocol
 from gitreduce.core import fileset, tickets
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.oracle import output as output_file
 from gitreduce.oracle.reaper import reaper
 from gitreduce.oracle.scratch import ScratchRoot, make_writable, sweep_once
 from gitreduce.oracle.signature import extract_signature
@@ -37,10 +38,6 @@ from gitreduce.oracle.spec import TestSpec, anchored
 # Long enough for any sane test on the original input; calibration replaces it.
 PROVISIONAL_TIMEOUT = 300.0
 
-# Output kept per run: the head holds a compiler's first diagnostics, the tail a
-# traceback's last line or a sanitizer report after a long program output.
-_HEAD_BYTES = 64 * 1024
-_TAIL_BYTES = 16 * 1024
 _PLACEHOLDER = re.compile(r"""(['"]?)\{\}\1""")
 
 # Characters no shell expands or splits on, in any quoting: a name of only these may
@@ -383,9 +380,9 @@ class Oracle:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )
-            finished = self._wait(process)
+            finished = self._wait(process, out)
             seconds = time.monotonic() - start
-            output = _read_capped(out)
+            output = output_file.read(out)
         if self._closed:
             raise OracleClosed
         ticket = tickets.current()
@@ -399,13 +396,15 @@ class Oracle:
         signature = self._signature(code, output) if verdict is Verdict.BAD else None
         return Outcome(verdict, code, seconds, signature), output
 
-    def _wait(self, process: subprocess.Popen[bytes]) -> bool:
+    def _wait(self, process: subprocess.Popen[bytes], out: IO[bytes]) -> bool:
         """Wait for the test within the timeout; True if it exited by itself (or was stopped).
 
         Either way its whole process group is killed afterwards, so that
         background children cannot outlive the run and write into the slot.
         The reaper knows the group from its start until just before the test
         is reaped, when its id could start naming another process's group.
+        Every `TRIM_SECONDS` meanwhile, the middle of the test's output `out`
+        is given back to the disk (`oracle/output.py`).
         """
         self._reaper.watch_group(process.pid)
         pidfd = _pidfd(process.pid)  # before anyone else could reap the pid
@@ -419,14 +418,12 @@ class Oracle:
                 return True  # _run_in sees the oracle closed
             stoppable = ticket.stoppable(lambda: self._kill(process)) if ticket else None
             with stoppable or contextlib.nullcontext():
-                if pidfd is None:
-                    process.wait(self.timeout)
-                    return True
-                poller = select.poll()
-                poller.register(pidfd, select.POLLIN)
-                return bool(poller.poll(math.ceil(self.timeout * 1000)))
-        except subprocess.TimeoutExpired:
-            return False
+                deadline = time.monotonic() + self.timeout
+                while (left := deadline - time.monotonic()) > 0:
+                    if _exited(process, pidfd, min(left, output_file.TRIM_SECONDS)):
+                        return True
+                    output_file.trim(out)
+                return False
         finally:
             _kill_group(process.pid)
             with self._cond:
@@ -478,6 +475,19 @@ def _classify(polarity: str, code: int) -> Verdict:
     return Verdict.BROKEN  # >= 128, or negative: killed by a signal
 
 
+def _exited(process: subprocess.Popen[bytes], pidfd: int | None, seconds: float) -> bool:
+    """Whether the test exits within `seconds`."""
+    if pidfd is None:
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(math.ceil(seconds * 1000)))
+
+
 def _pidfd(pid: int) -> int | None:
     """A pollable handle on the child (Linux): waking exactly at its exit, unlike Popen.wait's
     sleep-polling, keeps per-run overhead low for fast tests."""
@@ -490,22 +500,6 @@ def _pidfd(pid: int) -> int | None:
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-
-
-def _read_capped(out: IO[bytes]) -> str:
-    size = os.fstat(out.fileno()).st_size
-    out.seek(0)
-    if size <= _HEAD_BYTES + _TAIL_BYTES:
-        data = out.read()
-    else:
-        head = out.read(_HEAD_BYTES)
-        head = head[: head.rfind(b"\n") + 1] or head
-        out.seek(size - _TAIL_BYTES)
-        tail = out.read(_TAIL_BYTES)
-        tail = tail[tail.find(b"\n") + 1 :]
-        omitted = size - len(head) - len(tail)
-        data = head + f"[... {omitted} bytes omitted ...]\n".encode() + tail
-    return data.decode("utf-8", "replace")
 
 
 def _write_below(workdir: Path, path: str, content: bytes) -> None:
