@@ -41,7 +41,7 @@ from bench.measure import (
 from bench.report import arrow, checks_cell, fmt, pair_notes, write_pair_report
 from bench.results import DD_BASELINES, PairResult, Result
 from bench.tools.cvise import cvise_from_baseline
-from bench.tools.gitreduce import gitreduce_version, resolve_gitreduce
+from bench.tools.gitreduce import gitreduce_version, resolve_gitreduce, tool_environment
 
 
 def _int_pair(value: Any) -> list[int | None]:
@@ -87,7 +87,7 @@ def run_pair(case: PairCase, algorithm: str, scratch: Path, args: argparse.Names
         str(outdir),
         "--json",
     ]
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache))
+    env = tool_environment(cache)
     timeout = args.dd_timeout if algorithm in DD_BASELINES else args.timeout_per_case
     res.timeout_seconds = timeout
     log = args.out / "logs" / f"{safe(case.name)}-pairs-{algorithm}.log"
@@ -189,7 +189,7 @@ def rerender_pairs(args: argparse.Namespace) -> int:
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     extra_notes = [str(n) for n in meta.get("extra_notes", [])]  # added by hand, kept
     meta["notes"] = [
-        *pair_notes(),
+        *pair_notes(bool(meta.get("bytecode_cached"))),
         *case_notes,
         *(n for n in extra_notes if n not in case_notes),
         f"Rendered {now} by run.py --pairs-report from the run's pairs.json (nothing re-run).",
@@ -215,7 +215,7 @@ def main_pairs(args: argparse.Namespace) -> int:
     if args.gitreduce_argv is None:
         print("git-reduce not found (see --gitreduce-cmd)", file=sys.stderr)
         return 2
-    notes = pair_notes()
+    notes = pair_notes(bytecode_cached=True)
     cases = usable_cases(cases, notes)
     meta: dict[str, Any] = {
         "mode": "pairs",
@@ -229,6 +229,7 @@ def main_pairs(args: argparse.Namespace) -> int:
         "baseline_dir": str(args.baseline_dir),
         "gitreduce_cmd": args.gitreduce_argv,
         "gitreduce_version": gitreduce_version(args.gitreduce_argv),
+        "bytecode_cached": True,
         "cases": [
             {"name": c.name, "path": str(c.path), "origin": c.origin, "language": c.ext}
             for c in cases

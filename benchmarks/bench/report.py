@@ -451,15 +451,22 @@ def pair_markdown(
     return "\n".join(lines)
 
 
-def pair_notes() -> list[str]:
-    """The standing notes of pairs.md (per-case notes are appended after them)."""
+def pair_notes(bytecode_cached: bool) -> list[str]:
+    """The standing notes of pairs.md (per-case notes are appended after them);
+    `bytecode_cached`: git-reduce ran with Python's bytecode cache allowed (runs since
+    2026-11-28)."""
     return [
         "Tokens: git-reduce's own report (--json), before → after; checks re-count the "
         "inputs and results with tokens.py SEED VARIANT and flag any difference.",
         "checks: ok = test.sh on the reduced seed exits 0, on the reduced variant exits 1, "
         "and tokens.py's seed/variant/diff counts equal git-reduce's.",
         "Each run: copies seed.EXT/variant.EXT in a fresh scratch dir outside any git "
-        "repository, XDG_CACHE_HOME a fresh empty dir (no verdicts reused between runs).",
+        "repository, XDG_CACHE_HOME a fresh empty dir (no verdicts reused between runs)"
+        + (
+            ", Python's bytecode cache allowed (no PYTHONDONTWRITEBYTECODE), as installed."
+            if bytecode_cached
+            else "."
+        ),
         "wall s: the runner's clock around the whole git-reduce process; overhead %: "
         "git-reduce's overhead_seconds / its own wall_seconds.",
         "Ratios (PPR rows, tokens.py counts, only when the pairs pass their checks): "

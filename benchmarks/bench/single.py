@@ -34,7 +34,8 @@ def main_single(args: argparse.Namespace) -> int:
         "Cases and tools run strictly one at a time; the machine is shared, so wall times "
         "are noisy (load averages are in results.json).",
         "git-reduce runs with a fresh, empty XDG_CACHE_HOME: no verdict of an earlier run "
-        "is reused.",
+        "is reused; with Python's bytecode cache allowed, as installed (no "
+        "PYTHONDONTWRITEBYTECODE).",
     ]
     args.gitreduce_argv = None
     args.gitreduce_stats_mode = None

@@ -40,11 +40,33 @@ def resolve_gitreduce(cmd: str | None) -> list[str] | None:
     return None
 
 
+def tool_environment(cache: Path | None = None) -> dict[str, str]:
+    """The environment git-reduce runs in: a fresh verdict cache (`XDG_CACHE_HOME`), and
+    Python's bytecode cache allowed, as it is wherever the package is installed.
+
+    `pip install` compiles a wheel's modules, and Python caches an editable
+    checkout's on first use, unless PYTHONDONTWRITEBYTECODE says not to (as on
+    some CI machines, this one among them): then every run would compile the
+    whole package again, 0.17 s here, a cost no installed copy pays. The first
+    call (`--help`, `--version`, before any case) writes the cache.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
+    return env
+
+
 def gitreduce_stats_mode(cmd: list[str]) -> str | None:
     """How git-reduce reports its stats: "file" (--json-stats FILE), "stdout" (--json), None."""
     try:
         out = subprocess.run(
-            [*cmd, "--help"], capture_output=True, text=True, check=False, timeout=60
+            [*cmd, "--help"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            env=tool_environment(),
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -60,7 +82,12 @@ def gitreduce_version(argv: list[str]) -> str:
     """``git-reduce --version``, else the commit of this checkout (+ dirty marker)."""
     try:
         out = subprocess.run(
-            [*argv, "--version"], capture_output=True, text=True, check=False, timeout=60
+            [*argv, "--version"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            env=tool_environment(),
         )
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip().splitlines()[0]
@@ -135,7 +162,7 @@ def run_gitreduce(case: Case, scratch: Path, args: argparse.Namespace) -> Result
     stdout = scratch / "stdout.json" if mode == "stdout" else None
     # outside a repository verdicts go to the user's cache: a fresh one, or a rerun of a
     # case would replay the last run's verdicts instead of running its tests
-    env = dict(os.environ, XDG_CACHE_HOME=str(scratch / "cache"))
+    env = tool_environment(scratch / "cache")
     rc, wall, t0, t1, timed_out = run_group(
         cmd, scratch, log, args.timeout_per_case, stdout=stdout, env=env
     )
