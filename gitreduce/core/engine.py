@@ -68,6 +68,10 @@ _WARM_UP_READS = 4
 # the cheap checks, looking for the next one a free job will run: enough to cross a stretch
 # of syntax rejections, few enough not to wander far past a winner
 _READ_AHEAD = 8
+# The longest the main thread lets a job it just started get its test going before it reads
+# ahead (see `_first_judged`): a spawn on a loaded machine. Every judgement says when its
+# test runs, or that it has none to run, so the bound only matters when spawning is slow.
+_HAND_OVER_SECONDS = 0.1
 # The most tests `set_jobs` lets one engine have in flight (its pool's threads start
 # only as they are needed).
 MAX_JOBS = 256
@@ -242,6 +246,7 @@ class Engine:
                     break
                 self._waiting += 1
                 self._free_a_job_locked()
+            tickets.test_under_way()  # another judgement's test, but running: nothing to start
             try:
                 running.wait()
             finally:
@@ -319,8 +324,11 @@ class Engine:
 
         def labelled() -> bool:
             self._context.label = label
-            with tickets.holding(ticket):
-                return judge.full(candidate)
+            try:
+                with tickets.holding(ticket):
+                    return judge.full(candidate)
+            finally:
+                ticket.under_way()  # decided, maybe by no test at all: nobody waits for one
 
         with self._lock:
             future = self._start_locked(labelled)
@@ -542,6 +550,7 @@ class Engine:
                 next_to_resolve += 1
             self._check()  # after an answer already known: it still improves the best result
             job_freed = self._watch_for_free_jobs()
+            started: list[Job] = []
             while self._busy() < self.jobs:
                 if ready:
                     index = ready.popleft()
@@ -550,12 +559,20 @@ class Engine:
                         continue
                     claimed = self._claim_warm_up(held[index]) if self._warm_ups else None
                     running[index] = claimed or self._submit(judge, held[index], label)
+                    if claimed is None:
+                        started.append(running[index])
                 elif exhausted or earliest_success is not None:
                     break
                 else:
                     pull()
             if not ready and (exhausted or earliest_success is not None):
                 self._close_batch()
+            # The read-ahead below parses while holding the GIL, in C code that lets no other
+            # thread in: begun before a new job's thread has spawned its test, it would delay
+            # the test by a parse (a millisecond at 23,000 tokens), at every test.
+            hand_over = time.monotonic() + _HAND_OVER_SECONDS
+            for job in started:
+                job.ticket.wait_under_way(max(0.0, hand_over - time.monotonic()))
             # every job busy: the next candidate's cheap checks run meanwhile, not after
             for _ in range(_READ_AHEAD):
                 if ready or exhausted or earliest_success is not None:

@@ -36,6 +36,7 @@ class Ticket:
         self._lock = threading.Lock()
         self._abandoned = False
         self._stops: list[Callable[[], None]] = []
+        self._under_way = threading.Event()
 
     @property
     def abandoned(self) -> bool:
@@ -48,6 +49,14 @@ class Ticket:
             stops = list(self._stops)
         for stop in stops:
             stop()
+
+    def under_way(self) -> None:
+        """The judgement's test is running (or the judgement needs none any more)."""
+        self._under_way.set()
+
+    def wait_under_way(self, seconds: float) -> None:
+        """Until the judgement's test is running, for at most `seconds`."""
+        self._under_way.wait(seconds)
 
     @contextmanager
     def stoppable(self, stop: Callable[[], None]) -> Iterator[None]:
@@ -79,6 +88,14 @@ def holding(ticket: Ticket) -> Iterator[None]:
         yield
     finally:
         _local.ticket = outer
+
+
+def test_under_way() -> None:
+    """Tell this thread's judgement, if any, that its test is running: where it runs (the
+    oracle, a cluster) calls this once the test is started and the thread is about to wait."""
+    ticket = current()
+    if ticket is not None:
+        ticket.under_way()
 
 
 def check() -> None:

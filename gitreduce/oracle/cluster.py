@@ -49,6 +49,7 @@ import distributed
 import distributed.comm
 from distributed.utils import silence_logging_cmgr
 
+from gitreduce.core import tickets
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome
 from gitreduce.oracle.executor import ExecutorChoice, Notice
@@ -323,6 +324,7 @@ class ClusterRunner:
             # Submitted under the lock: stop() cancels every future submitted before it.
             future = self._executor.submit(self._task, content)
             self._futures.add(future)
+        tickets.test_under_way()
         try:
             return self._result(future)
         finally:

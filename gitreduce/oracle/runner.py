@@ -418,6 +418,7 @@ class Oracle:
                 return True  # _run_in sees the oracle closed
             stoppable = ticket.stoppable(lambda: self._kill(process)) if ticket else None
             with stoppable or contextlib.nullcontext():
+                tickets.test_under_way()
                 deadline = time.monotonic() + self.timeout
                 while (left := deadline - time.monotonic()) > 0:
                     if _exited(process, pidfd, min(left, output_file.TRIM_SECONDS)):

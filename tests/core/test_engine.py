@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from support import run_until_abandoned
+from support import processes, run_until_abandoned
 
 from gitreduce.core import tickets
 from gitreduce.core.engine import Engine
 from gitreduce.core.errors import Interrupted
 from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import MemoryCache, Outcome, Verdict
+from gitreduce.oracle.runner import Oracle
+from gitreduce.oracle.spec import TestSpec
 
 
 class Recorder:
@@ -671,3 +675,33 @@ def test_test_seconds_sum_every_tests_own_time_while_busy_seconds_count_overlap_
     stats = engine.stats
     assert 0.55 <= stats.test_seconds < 2 * stats.oracle_busy_seconds + 0.05
     assert stats.oracle_busy_seconds < 0.55
+
+
+def test_a_started_jobs_test_is_running_before_the_next_candidates_are_read_ahead(tmp_path):
+    """While its one job runs a test, the engine reads the next candidates through the
+    cheap checks. Those checks hold the GIL (a parse, in C), so begun before the job's
+    thread had spawned its test they delayed every test by a parse. Before: the check of
+    the next candidate ran first, with no test process yet. Now the job's test is running
+    by then, a real process of the real oracle."""
+    marker = f"gitreduce-handover-{uuid.uuid4().hex}"
+    spec = TestSpec(f"sleep 0.2 # {marker}", "candidate.txt", timeout=10)
+    tests_running: list[int] = []
+
+    def precheck(text: bytes) -> bool:
+        tests_running.append(
+            sum(
+                1
+                for _, (state, parent, _, command) in processes().items()
+                if parent == os.getpid() and marker.encode() in command and state != "Z"
+            )
+        )
+        return True
+
+    with Oracle(spec, jobs=1, scratch_root=tmp_path) as oracle:
+        engine = Engine(oracle.run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+        found = engine.first_success(
+            [b"a\n", b"bb\n", b"ccc\n", b"dddd\n"], smaller_than=100, label="t", precheck=precheck
+        )
+    assert found is None
+    # the first check comes before any test; each later one is a read-ahead during a test
+    assert tests_running == [0, 1, 1, 1]
