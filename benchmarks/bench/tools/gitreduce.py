@@ -57,17 +57,22 @@ def tool_environment(cache: Path | None = None) -> dict[str, str]:
     return env
 
 
+def _ask(argv: list[str], option: str) -> subprocess.CompletedProcess[str]:
+    """What git-reduce prints for one option (`--help`, `--version`), run as the cases are."""
+    return subprocess.run(
+        [*argv, option],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=tool_environment(),
+    )
+
+
 def gitreduce_stats_mode(cmd: list[str]) -> str | None:
     """How git-reduce reports its stats: "file" (--json-stats FILE), "stdout" (--json), None."""
     try:
-        out = subprocess.run(
-            [*cmd, "--help"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-            env=tool_environment(),
-        )
+        out = _ask(cmd, "--help")
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = out.stdout + out.stderr
@@ -81,14 +86,7 @@ def gitreduce_stats_mode(cmd: list[str]) -> str | None:
 def gitreduce_version(argv: list[str]) -> str:
     """``git-reduce --version``, else the commit of this checkout (+ dirty marker)."""
     try:
-        out = subprocess.run(
-            [*argv, "--version"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
-            env=tool_environment(),
-        )
+        out = _ask(argv, "--version")
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip().splitlines()[0]
     except (OSError, subprocess.TimeoutExpired):
