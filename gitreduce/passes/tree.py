@@ -34,6 +34,14 @@ from gitreduce.lang.syntax import Parsed
 SEPARATORS = frozenset({b",", b";"})
 HOIST_DEPTH = 4
 HOIST_CANDIDATES = 8
+# A nesting chain: `((((x))))`, `- - - x`, `{ { { s; } } }`, `f(f(f(x)))`, each node with one
+# child that holds nearly all of its tokens. Hoisting looks `HOIST_DEPTH` levels down, so
+# a chain of n levels took n / HOIST_DEPTH successes, a test each (20,000 nested
+# parentheses: 7,000 tests). The node at the top of a chain also offers the compatible
+# nodes along it at depths 8, 16, 32, ..., deepest first: the chain shrinks by halves, and
+# the depth a bug needs (a parser's stack overflow) is found in about log2(n) tests.
+CHAIN_SHARE = 0.9
+CHAIN_DEEPEST = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -427,7 +435,45 @@ class TreeReducer:
             key=lambda r: ((r.text, r.start) not in descendants, r.tokens, len(r.text), r.text),
         )[:HOIST_CANDIDATES]
         # a whole body, and a body's `;`, are offered however many descendants there are
-        return ranked + _unwrapped_bodies(node, parsed) + endings
+        return (
+            self._down_the_chain(node, own_tokens)
+            + ranked
+            + _unwrapped_bodies(node, parsed)
+            + endings
+        )
+
+    def _down_the_chain(self, node: tree_sitter.Node, own_tokens: int) -> list[Replacement]:
+        """The compatible nodes at depths 8, 16, 32, ... of the nesting chain `node` tops,
+        deepest first (see `CHAIN_SHARE`); none for a node inside a chain, a few levels
+        below a node of its own kind (that node offers them: walking down from every level
+        would cost the square of the chain's length)."""
+        parsed = self.current.parsed
+        assert parsed is not None
+        below, tokens = node, own_tokens
+        for _ in range(2 * HOIST_DEPTH):
+            above = below.parent
+            if above is None:
+                break
+            above_tokens = parsed.tokens_in(above.start_byte, above.end_byte)
+            if tokens < CHAIN_SHARE * above_tokens:
+                break
+            if above.type == node.type:
+                return []
+            below, tokens = above, above_tokens
+        found: list[Replacement] = []
+        current, tokens, depth, offer_at = node, own_tokens, 0, 2 * HOIST_DEPTH
+        while depth < CHAIN_DEEPEST:
+            children = current.named_children
+            sizes = [parsed.tokens_in(child.start_byte, child.end_byte) for child in children]
+            if not children or max(sizes) < CHAIN_SHARE * tokens:
+                break
+            widest = sizes.index(max(sizes))
+            current, tokens, depth = children[widest], sizes[widest], depth + 1
+            if depth >= offer_at and self.catalog.compatible(node.type, current.type):
+                text = parsed.text[current.start_byte : current.end_byte]
+                found.append(Replacement(tokens, text, current.type))
+                offer_at = 2 * depth
+        return found[::-1]
 
     def _reduce(self, node: tree_sitter.Node) -> tuple[bool, tree_sitter.Node | None]:
         """Replace `node` by the smallest compatible phrase that keeps the bug, or else
