@@ -23,6 +23,7 @@ from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.aliases import alias_declarations
 from gitreduce.passes.conversions import convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
+from gitreduce.passes.inlining import inline_and_fold
 from gitreduce.passes.lenient import delete_tokens_ungated, worthwhile
 from gitreduce.passes.names import delete_names
 from gitreduce.passes.parameters import delete_parameters
@@ -226,6 +227,13 @@ LATE: tuple[Pass[Program], ...] = (
         "a variable without a value to the parameter of the one function using it; "
         "a record's named fields to positional ones (Rust)",
         applies=_parsed,
+    ),
+    Pass(
+        "inline",
+        lambda program: inline_and_fold(program.current),
+        "a function called once inlined at its call (C++: as a lambda); a statement's "
+        "expression folded into the value the next statement reads",
+        applies=lambda program: small_enough(program.current),
     ),
     Pass(
         "aliases",
