@@ -82,7 +82,7 @@ def reduce_file(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
-    rename: bool = False,
+    rename: bool = True,
     executor: str = "local",
     progress: Callable[[Current], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -101,9 +101,10 @@ def reduce_file(
     `branch`, `force`, `patch`: the result branch (default: reduce/NAME), whether
     it may be overwritten, and a file to write the result as a mail-ready patch.
     `skip_passes`: passes switched off, by name (`windows`) or full label
-    (`min-commonality/tree`); see `pass_schedules`. `rename`: also shorten the
-    result's names and empty its string literals (the `rename` pass, off unless
-    asked for: a result keeps the names its reader knows). `progress` is called with
+    (`min-commonality/tree`); see `pass_schedules`. `rename`: shorten the
+    result's names and empty its string literals at the end (the `rename` pass: a
+    few percent of the time, so on unless switched off; False keeps the names the
+    reader knows from the original). `progress` is called with
     the current best after every improvement; `echo` (from another thread) with a
     line saying what the run waits for when the test on the original takes more
     than two seconds (a hanging test would otherwise be silent until its
@@ -150,7 +151,7 @@ def reduce_files(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
-    rename: bool = False,
+    rename: bool = True,
     executor: str = "local",
     progress: Callable[[PassTarget], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -223,7 +224,7 @@ def reduce_set_pair(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
-    rename: bool = False,
+    rename: bool = True,
     executor: str = "local",
     progress: Callable[[SetPairStatus], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -282,7 +283,7 @@ def reduce_set_revisions(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
-    rename: bool = False,
+    rename: bool = True,
     executor: str = "local",
     progress: Callable[[SetPairStatus], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -373,7 +374,7 @@ def reduce_pair(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
-    rename: bool = False,
+    rename: bool = True,
     executor: str = "local",
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -428,7 +429,7 @@ def reduce_revisions(
     force: bool = False,
     patch: str | Path | None = None,
     skip_passes: Iterable[str] = (),
-    rename: bool = False,
+    rename: bool = True,
     executor: str = "local",
     progress: Callable[[PairCurrent], None] | None = None,
     echo: Callable[[str], None] | None = None,
@@ -587,7 +588,7 @@ def known_passes() -> list[str]:
 
 def _skip_passes(names: Iterable[str], rename: bool) -> tuple[str, ...]:
     """The passes to switch off, once every name is known to be one (a string is one
-    name); `rename` among them unless asked for."""
+    name); `rename` among them when switched off."""
     chosen = (names,) if isinstance(names, str) else tuple(names)
     known = known_passes()
     for name in chosen:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pty
+import re
 import select
 import shutil
 import subprocess
@@ -377,3 +378,9 @@ def run_until_abandoned() -> None:
         stopped.wait(30)
     if ticket.abandoned:
         raise tickets.Abandoned
+
+
+def increments_itself(text: bytes) -> bool:
+    """Whether `text` still assigns a variable its own post-increment (`count = count++`),
+    whatever the rename pass called the variable."""
+    return re.search(rb"\b(\w+) = \1\+\+", text) is not None

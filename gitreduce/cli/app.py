@@ -302,9 +302,9 @@ def reduce(
         typer.Option(
             "--rename/--no-rename",
             help="Shorten the result's names and empty its string literals at the end "
-            "(the rename pass, off by default).",
+            "(the rename pass, on by default; --no-rename keeps the original's names).",
         ),
-    ] = False,
+    ] = True,
     _list: Annotated[
         bool,
         typer.Option(

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support import git
+from support import git, increments_itself
 
 from gitreduce.api import known_passes
 
@@ -110,7 +110,7 @@ def test_reduction_succeeds_and_still_reproduces(reduced, jobs):
     assert (cwd / "variant.c").read_bytes() == VARIANT.read_bytes()  # input untouched
     text = output.read_bytes()
     assert len(text) * 5 < len(VARIANT.read_bytes())
-    assert b"count++" in text
+    assert increments_itself(text)
     assert scratch_dirs(cwd / "tmp") == []
 
 
@@ -627,13 +627,14 @@ def test_stats_prints_the_pass_profile_and_skip_pass_switches_one_off(tmp_path):
     labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]  # no table: JSON
     assert "windows" not in labels and {"tree", "tokens", "tidy"} <= set(labels)
     assert reproduces(cwd / "variant.reduced.c")
-    assert "rename" not in labels  # off unless asked for
-    # --rename switches the rename pass on: the result's names get short
-    process = run_cli("variant.c", "--test", TEST_SH, "--rename", "--json", cwd=cwd)
+    assert "rename" in labels  # on by default: the result's names get short
+    assert b"count" not in (cwd / "variant.reduced.c").read_bytes()
+    # --no-rename switches it off: the result keeps the original's names
+    process = run_cli("variant.c", "--test", TEST_SH, "--no-rename", "--json", cwd=cwd)
     assert process.returncode == 0, process.stderr
     labels = [row["pass"] for row in json.loads(process.stdout)["passes"]]
-    assert "rename" in labels and "tidy" in labels
-    assert b"count" not in (cwd / "variant.reduced.c").read_bytes()
+    assert "rename" not in labels and "tidy" in labels
+    assert b"count" in (cwd / "variant.reduced.c").read_bytes()
     assert reproduces(cwd / "variant.reduced.c")
 
 

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import increments_itself
 
 ROOT = Path(__file__).resolve().parents[2]
 PAIR = ROOT / "fixtures" / "pairs" / "sequence-point"
@@ -872,4 +873,4 @@ def test_a_path_that_starts_with_a_dash_is_a_path_after_the_separator(tmp_path: 
     )
     summary = succeeded(process)
     assert summary["diff_tokens"][1] <= 3
-    assert b"count++" in git_bytes("show", f"{summary['branch']}:-dash.c", cwd=repo)
+    assert increments_itself(git_bytes("show", f"{summary['branch']}:-dash.c", cwd=repo))
