@@ -108,7 +108,10 @@ def _token_statements(block: tree_sitter.Node) -> list[list[tree_sitter.Node]]:
     run: list[tree_sitter.Node] = []
     depth = 0
     braced = False
-    for leaf in _leaves(block)[1:-1]:
+    leaves = _leaves(block)
+    if len(leaves) < 2 or leaves[0].type != "{" or leaves[-1].type != "}":
+        return []  # a block without braces (Python's): its statements do not end in `;`
+    for leaf in leaves[1:-1]:
         run.append(leaf)
         kind = leaf.type
         if kind in OPENING:
