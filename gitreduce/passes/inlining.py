@@ -34,6 +34,7 @@ import tree_sitter
 from gitreduce.core import edits
 from gitreduce.core.current import Current, deletion_edits
 from gitreduce.lang.kinds import BLOCK_LIKE, is_function
+from gitreduce.lang.syntax import leaves
 from gitreduce.passes.identifiers import VALUE_KIND, identifier_names, parameter_list
 
 # A statement that is an expression and nothing else, in every grammar that has one.
@@ -53,6 +54,11 @@ OPENING = ("(", "[", "{")
 CLOSING = (")", "]", "}")
 # What follows a name that is called or assigned to, not read.
 NOT_READ_BEFORE = ("(", "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
+
+Span = tuple[int, int]
+Fold = tuple[Span, Span, list[tree_sitter.Node]]
+"""A fold: the statement's span, its expression's span, the leaves the expression may
+replace in the statement after it."""
 
 
 def _statements_with_followers(
@@ -88,19 +94,6 @@ def _reads(statement: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
         yield node
 
 
-def _leaves(node: tree_sitter.Node) -> list[tree_sitter.Node]:
-    """Every leaf under `node` with text (error recovery's missing tokens have none)."""
-    found = []
-    pending = [node]
-    while pending:
-        here = pending.pop()
-        if here.child_count:
-            pending.extend(reversed(here.children))
-        elif here.end_byte > here.start_byte:
-            found.append(here)
-    return found
-
-
 def _token_statements(block: tree_sitter.Node) -> list[list[tree_sitter.Node]]:
     """A block's statements as runs of leaves, each ending at a `;` outside brackets;
     a run that holds a braced part (an `if`, a nested block) is left out."""
@@ -108,10 +101,10 @@ def _token_statements(block: tree_sitter.Node) -> list[list[tree_sitter.Node]]:
     run: list[tree_sitter.Node] = []
     depth = 0
     braced = False
-    leaves = _leaves(block)
-    if len(leaves) < 2 or leaves[0].type != "{" or leaves[-1].type != "}":
+    tokens = leaves(block)
+    if len(tokens) < 2 or tokens[0].type != "{" or tokens[-1].type != "}":
         return []  # a block without braces (Python's): its statements do not end in `;`
-    for leaf in leaves[1:-1]:
+    for leaf in tokens[1:-1]:
         run.append(leaf)
         kind = leaf.type
         if kind in OPENING:
@@ -126,9 +119,7 @@ def _token_statements(block: tree_sitter.Node) -> list[list[tree_sitter.Node]]:
     return runs
 
 
-def _broken_block_folds(
-    root: tree_sitter.Node,
-) -> Iterator[tuple[tuple[int, int], tuple[int, int], list[tree_sitter.Node]]]:
+def _broken_block_folds(root: tree_sitter.Node) -> Iterator[Fold]:
     """Folds where the grammar lost the statements: in a block whose parse has errors
     (C's implicit `int` swallows the next statement into a declaration), statements
     found by their `;` instead: (statement span, its expression's span, the leaves the
@@ -152,9 +143,7 @@ def _broken_block_folds(
             yield statement, (first[0].start_byte, first[-2].end_byte), targets
 
 
-def _tree_folds(
-    root: tree_sitter.Node,
-) -> Iterator[tuple[tuple[int, int], tuple[int, int], list[tree_sitter.Node]]]:
+def _tree_folds(root: tree_sitter.Node) -> Iterator[Fold]:
     for statement, expression, follower in _statements_with_followers(root):
         yield (
             (statement.start_byte, statement.end_byte),
@@ -171,7 +160,9 @@ def fold_candidates(current: Current) -> Iterator[bytes]:
     text = parsed.text
     root = parsed.tree.root_node
     offered: set[bytes] = set()
-    for statement, expression, reads in (*_tree_folds(root), *_broken_block_folds(root)):
+    for statement, expression, reads in itertools.chain(
+        _tree_folds(root), _broken_block_folds(root)
+    ):
         spelled = text[expression[0] : expression[1]]
         removed = deletion_edits(text, [statement])
         for read in reads:
