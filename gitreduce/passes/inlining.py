@@ -314,7 +314,8 @@ def inline_candidates(current: Current) -> Iterator[bytes]:
         if call is None:
             continue
         removed = deletion_edits(text, [(definition.start_byte, definition.end_byte)])
-        forms = [_as_block(function, call, text, language)]
+        # a template's type parameters mean nothing at the call: only a lambda keeps them
+        forms = [] if definition.type == TEMPLATE else [_as_block(function, call, text, language)]
         if language in LAMBDA_GRAMMARS:
             forms.append(_as_lambda(function, definition, call, text))
         for form in forms:
