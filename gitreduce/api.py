@@ -41,6 +41,7 @@ from gitreduce.core.pass_runner import PassTarget
 from gitreduce.git.store import ResultRequest, Store
 from gitreduce.lang import grammars
 from gitreduce.oracle.executor import ExecutorChoice, opened_executor, parse_executor, using
+from gitreduce.oracle.repeat import MAX_REPEAT
 from gitreduce.pair import ppr
 from gitreduce.pair.alignment import diff_ops
 from gitreduce.pair.current import PairCurrent
@@ -622,6 +623,8 @@ def _jobs(jobs: int | None) -> int:
 def _repeat(repeat: int) -> int:
     if repeat < 1:
         raise UserError(f"repeat must be at least 1, not {repeat}")
+    if repeat > MAX_REPEAT:
+        raise UserError(f"repeat must be at most {MAX_REPEAT}, not {repeat}")
     return repeat
 
 

@@ -215,6 +215,8 @@ def test_bad_input_raises_user_error(tmp_path: Path) -> None:
         gitreduce.reduce_file(source, str(TEST_SH), jobs=0)
     with pytest.raises(gitreduce.UserError, match="repeat must be at least 1, not 0"):
         gitreduce.reduce_file(source, str(TEST_SH), repeat=0)
+    with pytest.raises(gitreduce.UserError, match="repeat must be at most 99, not 1000000"):
+        gitreduce.reduce_file(source, str(TEST_SH), repeat=1_000_000)
     for timeout in (-1.0, 0.0, float("nan"), float("inf")):
         with pytest.raises(gitreduce.UserError, match="positive number of seconds"):
             gitreduce.reduce_file(source, str(TEST_SH), timeout=timeout)

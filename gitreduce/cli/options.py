@@ -18,6 +18,7 @@ from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.cli.terminal import Terminal
 from gitreduce.core.errors import UserError
 from gitreduce.oracle.executor import parse_executor
+from gitreduce.oracle.repeat import MAX_REPEAT
 
 TestCommand = Annotated[
     str | None,
@@ -78,6 +79,7 @@ Repeat = Annotated[
     typer.Option(
         "--repeat",
         min=1,
+        max=MAX_REPEAT,
         metavar="N",
         help="Run the test N times per candidate and go by the majority, for a test that fails "
         "only sometimes (default 1: a test that disagrees with itself is refused as flaky).",

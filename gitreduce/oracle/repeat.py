@@ -23,6 +23,11 @@ from gitreduce.oracle.spec import TestSpec
 
 Kind = tuple[Verdict, str | None]
 
+# Every candidate costs up to this many runs: past it a reduction of any size would not
+# end (a million runs a candidate looked like a hang in calibration), and a test that
+# needs more than a hundred runs to decide is not one a reduction can follow.
+MAX_REPEAT = 99
+
 
 def kind(spec: TestSpec, outcome: Outcome) -> Kind:
     """What two runs must share to count as the test saying the same thing twice."""
