@@ -3,8 +3,8 @@
 Job: turn keyword arguments into the sessions' settings, call the same session
 functions the command line calls, and return the same summary objects its
 reporters render (`Summary`, `PairSummary`). The command line is a client of
-this module. `pass_schedules` and `known_passes` say which passes there are,
-for `skip_passes` to switch off. `count_tokens` and `diff_tokens` measure
+this module. `pass_schedules` and `known_passes` (from `sessions/catalogue.py`) say
+which passes there are, for `skip_passes` to switch off. `count_tokens` and `diff_tokens` measure
 sizes the way every report does (`git reduce count`).
 
 Nothing here prints or exits. Input the caller can fix raises `UserError`;
@@ -42,11 +42,13 @@ from gitreduce.git.store import ResultRequest, Store
 from gitreduce.lang import grammars
 from gitreduce.oracle.executor import ExecutorChoice, opened_executor, parse_executor, using
 from gitreduce.oracle.repeat import MAX_REPEAT
-from gitreduce.pair import ppr
 from gitreduce.pair.alignment import diff_ops
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.tokens import tokenize
-from gitreduce.passes import across, schedule
+from gitreduce.sessions.catalogue import NESTING_PASS as NESTING_PASS
+from gitreduce.sessions.catalogue import chosen_passes
+from gitreduce.sessions.catalogue import known_passes as known_passes
+from gitreduce.sessions.catalogue import pass_schedules as pass_schedules
 from gitreduce.sessions.fileset import FileSetSettings, FileSetSummary, reduce_revision_set
 from gitreduce.sessions.fileset import reduce_files as reduce_file_set
 from gitreduce.sessions.pair import (
@@ -62,7 +64,7 @@ from gitreduce.sessions.run import read_input
 from gitreduce.sessions.setpair import SetPairSettings, SetPairSummary
 from gitreduce.sessions.setpair import reduce_set_pair as reduce_sets
 from gitreduce.sessions.setpair_revisions import reduce_revision_set_pair
-from gitreduce.sessions.setpair_search import SET_ROUND, SetPairStatus
+from gitreduce.sessions.setpair_search import SetPairStatus
 from gitreduce.sessions.single import SingleSettings, Summary
 from gitreduce.sessions.single import reduce_file as reduce_single_file
 
@@ -128,7 +130,7 @@ def reduce_file(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
-        skip_passes=_skip_passes(skip_passes, rename),
+        skip_passes=chosen_passes(skip_passes, rename),
     )
     with _executing(choice, settings.jobs, echo):
         return reduce_single_file(settings, progress, _request(branch, force, patch), echo)
@@ -191,7 +193,7 @@ def reduce_files(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
-        skip_passes=_skip_passes(skip_passes, rename),
+        skip_passes=chosen_passes(skip_passes, rename),
     )
     request = _request(branch, force, patch)
     with _executing(choice, settings.jobs, echo):
@@ -354,7 +356,7 @@ def _set_pair_settings(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         output=Path(output) if output is not None else None,
-        skip_passes=_skip_passes(skip_passes, rename),
+        skip_passes=chosen_passes(skip_passes, rename),
     )
 
 
@@ -404,7 +406,7 @@ def reduce_pair(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         algorithm=algorithm,
-        skip_passes=_skip_passes(skip_passes, rename),
+        skip_passes=chosen_passes(skip_passes, rename),
     )
     store = Store.near(variant_path)
     with _executing(choice, settings.jobs, echo):
@@ -466,7 +468,7 @@ def reduce_revisions(
         any_failure=any_failure,
         repeat=_repeat(repeat),
         algorithm=algorithm,
-        skip_passes=_skip_passes(skip_passes, rename),
+        skip_passes=chosen_passes(skip_passes, rename),
     )
     with _executing(choice, settings.jobs, echo):
         return reduce_revision_range(
@@ -529,73 +531,6 @@ def _grammar(name: str | None, language: str | None) -> grammars.Grammar | None:
         return grammar
     detected = grammars.detect(name) if name is not None else None
     return grammars.load(detected) if detected is not None else None
-
-
-# PPR's pass that runs the single-program schedule on the seed; its passes are labelled
-# under it (`min-commonality/tree`): that label switches one off there only, the plain
-# name (`tree`) everywhere.
-NESTING_PASS = "min-commonality"
-
-
-def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
-    """The pass schedules, each as (what it is, [(pass name, summary), ...] in running order).
-
-    These are the names `skip_passes` takes and the labels `pass_profile()` reports.
-    """
-    single = (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)
-    return [
-        (
-            "single program (each round; late passes at the rounds' fixpoint; once at the end)",
-            [(declared.name, declared.summary) for declared in single],
-        ),
-        (
-            "pairwise (PPR, each round)",
-            [(declared.name, declared.summary) for declared in ppr.ROUND],
-        ),
-        (
-            "pairs of file sets (each round; file-ppr runs PPR on a file, file-one-side the "
-            "single-program passes, file-commonality PPR's commonality passes)",
-            [(declared.name, declared.summary) for declared in SET_ROUND],
-        ),
-        (
-            "file sets (each file's single-program schedule with the others fixed; at the "
-            "rounds' fixpoint, these over the whole set)",
-            [(declared.name, declared.summary) for declared in across.ACROSS],
-        ),
-    ]
-
-
-def known_passes() -> list[str]:
-    """Every name `skip_passes` accepts: each pass of the schedules, then the
-    single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...),
-    then the passes the file-set pair's passes nest (`file-ppr/min-tdiff`, ...)."""
-    names = [name for _, passes in pass_schedules() for name, _ in passes]
-    single = [declared.name for declared in (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)]
-    pairwise = [declared.name for declared in ppr.ROUND]
-    under_ppr = [*pairwise, *(f"{NESTING_PASS}/{name}" for name in single)]
-    nested = {
-        "file-ppr": under_ppr,
-        "file-one-side": single,
-        "file-commonality": [
-            name for name in under_ppr if name.startswith(("coarse-", NESTING_PASS))
-        ],
-    }
-    return (
-        names
-        + [f"{NESTING_PASS}/{name}" for name in single]
-        + [f"{outer}/{name}" for outer, inner in nested.items() for name in inner]
-    )
-
-
-def _skip_passes(names: Iterable[str], rename: bool) -> tuple[str, ...]:
-    """The passes to switch off, once every name is known to be one (a string is one
-    name); `rename` among them when switched off."""
-    chosen = (names,) if isinstance(names, str) else tuple(names)
-    known = known_passes()
-    for name in chosen:
-        if name not in known:
-            raise UserError(f"unknown pass {name!r}; known: {', '.join(known)}")
-    return chosen if rename else (*chosen, "rename")
 
 
 @contextmanager
