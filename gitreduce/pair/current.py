@@ -19,7 +19,7 @@ from gitreduce.core import tickets
 from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine
-from gitreduce.core.judges import Lookahead, Precheck
+from gitreduce.core.judges import Accepts, Lookahead, Precheck
 from gitreduce.core.outcome import Outcome
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import SEED, Alignment
@@ -172,6 +172,23 @@ class PairJudge:
         finally:
             beside.abandon()
 
+    def first_untested(self, candidate: PairCandidate) -> tuple[bytes, Accepts] | None:
+        """The first text `full` would test on `candidate` that has no verdict yet, and its
+        acceptance; None when the cache already refuses or accepts the pair. What may be
+        tested ahead of the judgement: no syntax check here (`quick` makes it when the
+        pair is judged; a text it rejects was tested for nothing, at worst)."""
+        seed_tested, variant_tested = self._tested(candidate)
+        checks = [(variant_tested, self._variant_ok), (seed_tested, self._seed_ok)]
+        if self._refusals.seed_first():
+            checks.reverse()
+        for text, ok in checks:
+            known = self._engine.recall(text, ok)
+            if known is None:
+                return text, ok
+            if not ok(known):
+                return None
+        return None
+
     def _passes(self, checks: list[tuple[bool, bytes, Callable[[Outcome], bool]]]) -> bool:
         for is_seed, text, ok in checks:
             if not ok(self._engine.outcome(text, ok)):
@@ -271,6 +288,25 @@ class PairCurrent:
         assert found[1].state is not None
         self.adopt(found[1].state)
         return found[0]
+
+    def test_ahead(self, state: PairState) -> tickets.Ticket | None:
+        """Start the first test `try_states([state])` will need in a job nobody needs, so
+        that the check, made later, finds its verdict known or under way; None when no
+        job is free or no test is needed. The caller abandons the ticket once the check
+        was made (or will never be)."""
+        judge = PairJudge(
+            self.engine,
+            self.seed_ok,
+            self.variant_ok,
+            None,
+            measure(self.state),
+            self.refusals,
+            self.places,
+        )
+        ahead = judge.first_untested(render(state))
+        if ahead is None:
+            return None
+        return self.engine.test_beside(*ahead)
 
     def ddmin_deletions(
         self,

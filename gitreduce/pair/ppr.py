@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gitreduce.core import edits
+from gitreduce.core import edits, tickets
 from gitreduce.core.current import Current
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
@@ -212,6 +212,10 @@ def finish_commonality(current: PairCurrent, *, ended_with_newline: bool) -> boo
 class _Unliftable(Exception):
     """A reduced variant whose lifted seed does not pass: the variant's sweeps stop."""
 
+    def __init__(self, position: int) -> None:
+        super().__init__(position)
+        self.position = position  # the accepted variant's, in the order of acceptance
+
 
 def variant_first(current: PairCurrent) -> bool:
     """Perses' tree sweeps on the variant alone, the seed lifted to match (`pair/lift.py`).
@@ -226,6 +230,13 @@ def variant_first(current: PairCurrent) -> bool:
     newest variant that still lifts. Where the very first does not, the
     sweeps go on to the end and the fewest deleted pieces the lifted seed
     needs are put back into both programs (`pair/repair.py`).
+
+    With a job to spare, a lift's test runs beside the sweeps
+    (`PairCurrent.test_ahead`) and is checked when the next variant is
+    accepted, instead of holding the sweeps while the other job idles (a
+    lift is one test: the variant's verdict is known). The lifts checked
+    and their order are the same, so is the result; a refused lift stops
+    the sweeps one accepted variant late, which costs tests, not the result.
     """
     if current.syntax is None:
         return False
@@ -241,6 +252,8 @@ def variant_first(current: PairCurrent) -> bool:
     provenance: dict[bytes, Provenance] = {original: Provenance.original(original)}
     known = -1  # the newest position of `history` whose lift is the pair
     checking = True  # lifts are tried as the sweeps go; not once the very first was refused
+    # a lift whose first test runs beside the sweeps: its position, pair and test
+    ahead: tuple[int, PairState, tickets.Ticket] | None = None
 
     def origins_of(position: int) -> tuple[TokenList, list[int]]:
         variant = newest_tokens.get(position) or tokenize(history[position], grammar)
@@ -249,12 +262,12 @@ def variant_first(current: PairCurrent) -> bool:
             return variant, made.origins(base.variant, variant)
         return variant, diffed_origins(base.variant, variant)
 
-    def lifted(position: int) -> bool:
+    def lifted_state(position: int) -> PairState:
         variant, origins = origins_of(position)
-        return lifts(variant, origins)
+        return PairState.full(lift(base, variant, origins).alignment(variant, grammar))
 
-    def lifts(variant: TokenList, origins: list[int]) -> bool:
-        return first_lifting([(variant, origins)]) is not None
+    def lifted(position: int) -> bool:
+        return current.try_states([lifted_state(position)]) is not None
 
     def first_lifting(variants: Iterable[tuple[TokenList, list[int]]]) -> int | None:
         states = (
@@ -266,8 +279,28 @@ def variant_first(current: PairCurrent) -> bool:
     def variant_parses(variant: bytes) -> bool:
         return current.judge(measure(current.state)).variant_parses(variant)
 
-    def accepted(reduced: Current) -> None:
+    def check(position: int, state: PairState) -> None:
         nonlocal known, checking
+        if current.try_states([state]) is not None:
+            known = position
+        elif position == 0:
+            checking = False
+        else:
+            raise _Unliftable(position)
+
+    def settle_ahead() -> None:
+        nonlocal ahead
+        if ahead is not None:
+            position, state, ticket = ahead
+            ahead = None
+            try:
+                check(position, state)
+            finally:
+                ticket.abandon()
+
+    def accepted(reduced: Current) -> None:
+        nonlocal ahead
+        settle_ahead()
         history.append(reduced.text)
         newest_tokens.clear()
         parsed = reduced.parsed
@@ -281,12 +314,12 @@ def variant_first(current: PairCurrent) -> bool:
             provenance[reduced.text] = made
         newest = len(history) - 1
         if checking and len(history) & newest == 0:  # a power of two
-            if lifted(newest):
-                known = newest
-            elif newest == 0:
-                checking = False
+            state = lifted_state(newest)
+            ticket = current.test_ahead(state)
+            if ticket is None:
+                check(newest, state)
             else:
-                raise _Unliftable
+                ahead = (newest, state, ticket)
 
     view = Current(
         original,
@@ -302,6 +335,7 @@ def variant_first(current: PairCurrent) -> bool:
     try:
         while sweep(view, program.original):
             pass
+        settle_ahead()
         newest = len(history) - 1
         if not checking:
             current.repaired = _repair(
@@ -310,9 +344,12 @@ def variant_first(current: PairCurrent) -> bool:
             return current.repaired
         if known == newest or lifted(newest):
             return newest >= 0
-    except _Unliftable:
-        pass
-    refused = len(history) - 1
+        refused = newest
+    except _Unliftable as unliftable:
+        refused = unliftable.position
+    finally:
+        if ahead is not None:
+            ahead[2].abandon()
     while refused - known > 1:
         middle = (known + refused) // 2
         if lifted(middle):

@@ -8,8 +8,10 @@ must also "compile" where said so: every function it calls is defined.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 
+import pytest
 from post_decrement import SEED, VARIANT, bug, flat
 from support import PACKAGE_ROOT, bisect_pair
 
@@ -128,12 +130,19 @@ def has_main(text: bytes) -> bool:
 
 
 def pair_current(
-    *, tested: list[bytes], seed_needs: Callable[[bytes], bool] | None = None
+    *,
+    tested: list[bytes],
+    seed_needs: Callable[[bytes], bool] | None = None,
+    jobs: int = 1,
+    before: Callable[[bytes], None] | None = None,
 ) -> PairCurrent:
     """The pair under a rule where a text passes unless it has the bug or, with
-    `seed_needs`, lacks what the rule asks of a good program."""
+    `seed_needs`, lacks what the rule asks of a good program; `before` is called with
+    each text as its test starts."""
 
     def run(text: bytes) -> Outcome:
+        if before is not None:
+            before(text)
         tested.append(text)
         if bug(text):
             return Outcome(Verdict.BAD, 1, 0.0, "exit 1")
@@ -141,7 +150,7 @@ def pair_current(
             return Outcome(Verdict.SKIP, 125, 0.0)
         return Outcome(Verdict.GOOD, 0, 0.0)
 
-    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=jobs)
     assert C is not None
     return bisect_pair(SEED, VARIANT, C, engine)
 
@@ -201,3 +210,39 @@ def test_when_the_first_lift_is_refused_the_pieces_the_seed_needs_come_back() ->
     seed, variant = current.state.seed_text(), current.state.variant_text()
     assert compiles(seed) and not bug(seed) and bug(variant)
     assert b"unrelated" not in seed and b"unrelated" not in variant
+
+
+@pytest.mark.parametrize("seed_needs", [None, has_main, compiles], ids=["all", "main", "calls"])
+def test_at_two_jobs_the_lifts_run_beside_the_sweeps_and_change_nothing(seed_needs) -> None:
+    """A lift is one test (the variant's verdict is known): at two jobs it runs while
+    the sweeps go on, instead of holding them with the other job idle. Each lift's test
+    here waits for a variant's test to start after it, which happens only beside the
+    sweeps. Every lift passes, a later one is refused, or the first one is: the pair is
+    one job's, byte for byte."""
+    tested: list[bytes] = []
+    alone = pair_current(tested=tested, seed_needs=seed_needs)
+    variant_first(alone)
+
+    started = threading.Condition()
+    variants_started = 0
+    beside: list[bool] = []
+
+    def before(text: bytes) -> None:
+        nonlocal variants_started
+        with started:
+            if not a_seed(text):
+                variants_started += 1
+                started.notify_all()
+                return
+            seen = variants_started
+            beside.append(started.wait_for(lambda: variants_started > seen, timeout=2))
+
+    current = pair_current(tested=[], seed_needs=seed_needs, jobs=2, before=before)
+    try:
+        variant_first(current)
+    finally:
+        current.engine.close()
+    assert any(beside), "no lift ran while the sweeps went on"
+    assert current.state.seed_text() == alone.state.seed_text()
+    assert current.state.variant_text() == alone.state.variant_text()
+    assert current.repaired == alone.repaired
