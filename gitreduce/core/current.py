@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -40,6 +40,8 @@ class Current:
         self.place = place
         self.accepts = accepts
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
+        # called before each candidate is read: it may raise to stop the pass at once
+        self.checkpoint: Callable[[], None] | None = None
         self._on_change = on_change
         self.text = text
         # the text as the engine took it: a rendered candidate remembers its base and edits
@@ -82,6 +84,8 @@ class Current:
         lookahead: Lookahead[bytes] | None = None,
     ) -> int | None:
         precheck = syntax_gate(self.syntax, self.text) if self.syntax and gated else None
+        if self.checkpoint is not None:
+            candidates = _checked(candidates, self.checkpoint)
         found = self.engine.first_success(
             candidates,
             smaller_than=smaller_than,
@@ -112,6 +116,12 @@ class Current:
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
         return self.try_candidates([rewrite(self.text)]) is not None
+
+
+def _checked(candidates: Iterable[bytes], checkpoint: Callable[[], None]) -> Iterator[bytes]:
+    for candidate in candidates:
+        checkpoint()
+        yield candidate
 
 
 def syntax_gate(syntax: Syntax, parent: bytes | None = None) -> Precheck:

@@ -359,8 +359,11 @@ class Engine:
 
         def labelled() -> bool:
             self._context.label = label
-            with tickets.holding(ticket):
-                return accepts(self.outcome(text, accepts))
+            try:
+                with tickets.holding(ticket):
+                    return accepts(self.outcome(text, accepts))
+            finally:
+                ticket.end()
 
         # checked and taken under one lock: workers ask too, and two must not take one job
         with self._lock:

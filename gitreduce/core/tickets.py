@@ -37,6 +37,7 @@ class Ticket:
         self._abandoned = False
         self._stops: list[Callable[[], None]] = []
         self._under_way = threading.Event()
+        self._ended = threading.Event()
 
     @property
     def abandoned(self) -> bool:
@@ -53,6 +54,14 @@ class Ticket:
     def under_way(self) -> None:
         """The judgement's test is running (or the judgement needs none any more)."""
         self._under_way.set()
+
+    def end(self) -> None:
+        """The judgement returned or gave up: its verdict, if any, is in the cache."""
+        self._ended.set()
+
+    @property
+    def ended(self) -> bool:
+        return self._ended.is_set()
 
     def wait_under_way(self, seconds: float) -> None:
         """Until the judgement's test is running, for at most `seconds`."""

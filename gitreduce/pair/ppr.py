@@ -232,11 +232,12 @@ def variant_first(current: PairCurrent) -> bool:
     needs are put back into both programs (`pair/repair.py`).
 
     With a job to spare, a lift's test runs beside the sweeps
-    (`PairCurrent.test_ahead`) and is checked when the next variant is
-    accepted, instead of holding the sweeps while the other job idles (a
-    lift is one test: the variant's verdict is known). The lifts checked
-    and their order are the same, so is the result; a refused lift stops
-    the sweeps one accepted variant late, which costs tests, not the result.
+    (`PairCurrent.test_ahead`) and is checked once it has ended (between two
+    candidates) or when the next variant is accepted, instead of holding the
+    sweeps while the other job idles (a lift is one test: the variant's
+    verdict is known). The lifts checked and their order are the same, so is
+    the result; a refused lift stops the sweeps a few candidates late, which
+    costs tests, not the result.
     """
     if current.syntax is None:
         return False
@@ -298,6 +299,12 @@ def variant_first(current: PairCurrent) -> bool:
             finally:
                 ticket.abandon()
 
+    def settle_ended() -> None:
+        """Between two candidates of the sweeps: a lift whose test has ended is settled
+        now, so a refused one stops them at once, not at the next accepted variant."""
+        if ahead is not None and ahead[2].ended:
+            settle_ahead()
+
     def accepted(reduced: Current) -> None:
         nonlocal ahead
         settle_ahead()
@@ -330,6 +337,7 @@ def variant_first(current: PairCurrent) -> bool:
         accepts=current.variant_ok,
     )
     view.label = current.label
+    view.checkpoint = settle_ended
     program = Program.of(view)
     assert program.original is not None
     try:
