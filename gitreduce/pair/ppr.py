@@ -263,19 +263,17 @@ def variant_first(current: PairCurrent) -> bool:
             return variant, made.origins(base.variant, variant)
         return variant, diffed_origins(base.variant, variant)
 
-    def lifted_state(position: int) -> PairState:
-        variant, origins = origins_of(position)
+    def lifted_pair(variant: TokenList, origins: list[int]) -> PairState:
         return PairState.full(lift(base, variant, origins).alignment(variant, grammar))
+
+    def lifted_state(position: int) -> PairState:
+        return lifted_pair(*origins_of(position))
 
     def lifted(position: int) -> bool:
         return current.try_states([lifted_state(position)]) is not None
 
     def first_lifting(variants: Iterable[tuple[TokenList, list[int]]]) -> int | None:
-        states = (
-            PairState.full(lift(base, variant, origins).alignment(variant, grammar))
-            for variant, origins in variants
-        )
-        return current.try_states(states)
+        return current.try_states(lifted_pair(*made) for made in variants)
 
     def variant_parses(variant: bytes) -> bool:
         return current.judge(measure(current.state)).variant_parses(variant)
