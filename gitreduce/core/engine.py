@@ -49,6 +49,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -191,16 +192,34 @@ class Engine:
         foreign one without `accepts` (a single check, where every verdict
         decides something): those are confirmed by `outcome`.
         """
-        cached = self.cache.get(candidate_key(text))
-        if cached is None or not self._decides(cached, accepts):
+        cached = self.known(text, accepts)
+        if cached is None:
             return None
-        if not cached.local and getattr(self._context, "reading_ahead", False):
-            return None  # a test still running may end the trust: the judgement decides it
         self.stats.cache_hits += 1
         self.stats.of_pass(self._label()).cache_hits += 1
         if not cached.local:
             self.stats.foreign_used += 1
         return cached
+
+    def known(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
+        """What `recall` would give, not counted: for choosing what to test ahead."""
+        cached = self.cache.get(candidate_key(text))
+        if cached is None or not self._decides(cached, accepts):
+            return None
+        if not cached.local and getattr(self._context, "reading_ahead", False):
+            return None  # a test still running may end the trust: the judgement decides it
+        return cached
+
+    @contextmanager
+    def counting_for(self, label: str) -> Iterator[None]:
+        """Count what this thread does meanwhile (tests, cache hits, syntax rejections)
+        for the pass `label`: for checks made outside a batch."""
+        outer = self._label()
+        self._context.label = label
+        try:
+            yield
+        finally:
+            self._context.label = outer
 
     def _decides(self, cached: Outcome, accepts: Accepts | None) -> bool:
         """Whether `cached` may stand for a run: see the module's docstring."""
@@ -482,17 +501,15 @@ class Engine:
         candidates the caller will try next if none of these wins: they are
         warmed up (see the module's docstring), never answered.
         """
-        outer = self._label()
-        self._context.label = label
-        with self._lock:
-            self._batch_open = True
-        try:
-            found = self._first_judged(candidates, judge, label, lookahead)
-        finally:
-            self._context.label = outer
+        with self.counting_for(label):
             with self._lock:
-                self._batch_open = False
-                self._offers.clear()  # their judgements were answered or given up
+                self._batch_open = True
+            try:
+                found = self._first_judged(candidates, judge, label, lookahead)
+            finally:
+                with self._lock:
+                    self._batch_open = False
+                    self._offers.clear()  # their judgements were answered or given up
         if found is not None:
             self._abandon_warm_ups()
             with self._lock:

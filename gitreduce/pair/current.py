@@ -182,7 +182,7 @@ class PairJudge:
         if self._refusals.seed_first():
             checks.reverse()
         for text, ok in checks:
-            known = self._engine.recall(text, ok)
+            known = self._engine.known(text, ok)
             if known is None:
                 return text, ok
             if not ok(known):
@@ -306,7 +306,8 @@ class PairCurrent:
         ahead = judge.first_untested(render(state))
         if ahead is None:
             return None
-        return self.engine.test_beside(*ahead)
+        with self.engine.counting_for(self.label):
+            return self.engine.test_beside(*ahead)
 
     def ddmin_deletions(
         self,

@@ -276,7 +276,8 @@ def variant_first(current: PairCurrent) -> bool:
         return current.try_states(lifted_pair(*made) for made in variants)
 
     def variant_parses(variant: bytes) -> bool:
-        return current.judge(measure(current.state)).variant_parses(variant)
+        with current.engine.counting_for(current.label):
+            return current.judge(measure(current.state)).variant_parses(variant)
 
     def check(position: int, state: PairState) -> None:
         nonlocal known, checking

@@ -16,7 +16,7 @@ from post_decrement import SEED, VARIANT, bug, flat
 from support import PACKAGE_ROOT, bisect_pair
 
 from gitreduce.core import edits
-from gitreduce.core.engine import Engine
+from gitreduce.core.engine import ORIGINALS, Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.pair.alignment import Alignment
@@ -244,6 +244,9 @@ def test_at_two_jobs_the_lifts_run_beside_the_sweeps_and_change_nothing(seed_nee
     finally:
         current.engine.close()
     assert any(beside), "no lift ran while the sweeps went on"
+    # the lifts' tests and the repair's syntax checks count for the pass, not as checks
+    # made outside any pass
+    assert ORIGINALS not in current.engine.stats.passes
     if seed_needs is has_main:
         refused = [at for at, text in enumerate(in_parallel) if a_seed(text) and not has_main(text)]
         # the sweeps stop within the tests under way, not at the next variant accepted
