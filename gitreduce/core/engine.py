@@ -504,8 +504,13 @@ class Engine:
         with self.counting_for(label):
             with self._lock:
                 self._batch_open = True
+            running: dict[int, Job] = {}
             try:
-                found = self._first_judged(candidates, judge, label, lookahead)
+                found = self._first_judged(candidates, judge, label, lookahead, running)
+            except BaseException:
+                for job in running.values():
+                    job.ticket.abandon()  # the batch was given up: nobody reads their answers
+                raise
             finally:
                 with self._lock:
                     self._batch_open = False
@@ -522,11 +527,13 @@ class Engine:
         judge: Judge[C],
         label: str,
         lookahead: Lookahead[C] | None,
+        running: dict[int, Job],
     ) -> tuple[int, C] | None:
+        """`running`: the judgements in flight, by candidate index (the caller's, so that
+        it can abandon them when the batch ends by an exception)."""
         pending = iter(enumerate(candidates))
         ahead: Iterator[C] | None = None
         held: dict[int, C] = {}
-        running: dict[int, Job] = {}
         known: dict[int, bool] = {}
         ready: deque[int] = deque()  # past the cheap checks, each waiting for a job
         next_to_resolve = 0

@@ -172,6 +172,15 @@ class PairJudge:
         finally:
             beside.abandon()
 
+    def known_refused(self, candidate: PairCandidate) -> bool:
+        """Whether the cache already holds a verdict that refuses one side; nothing counted."""
+        seed_tested, variant_tested = self._tested(candidate)
+        for text, ok in ((seed_tested, self._seed_ok), (variant_tested, self._variant_ok)):
+            known = self._engine.known(text, ok)
+            if known is not None and not ok(known):
+                return True
+        return False
+
     def first_untested(self, candidate: PairCandidate) -> tuple[bytes, Accepts] | None:
         """The first text `full` would test on `candidate` that has no verdict yet, and its
         acceptance; None when the cache already refuses or accepts the pair. What may be
@@ -289,12 +298,9 @@ class PairCurrent:
         self.adopt(found[1].state)
         return found[0]
 
-    def test_ahead(self, state: PairState) -> tickets.Ticket | None:
-        """Start the first test `try_states([state])` will need in a job nobody needs, so
-        that the check, made later, finds its verdict known or under way; None when no
-        job is free or no test is needed. The caller abandons the ticket once the check
-        was made (or will never be)."""
-        judge = PairJudge(
+    def _cache_judge(self) -> PairJudge:
+        """A judge for looking at what the cache knows of a pair: no syntax checks."""
+        return PairJudge(
             self.engine,
             self.seed_ok,
             self.variant_ok,
@@ -303,7 +309,17 @@ class PairCurrent:
             self.refusals,
             self.places,
         )
-        ahead = judge.first_untested(render(state))
+
+    def known_refused(self, state: PairState) -> bool:
+        """Whether the cache already refuses `state`'s pair (one side's verdict says no)."""
+        return self._cache_judge().known_refused(render(state))
+
+    def test_ahead(self, state: PairState) -> tickets.Ticket | None:
+        """Start the first test `try_states([state])` will need in a job nobody needs, so
+        that the check, made later, finds its verdict known or under way; None when no
+        job is free or no test is needed. The caller abandons the ticket once the check
+        was made (or will never be)."""
+        ahead = self._cache_judge().first_untested(render(state))
         if ahead is None:
             return None
         with self.engine.counting_for(self.label):

@@ -255,6 +255,7 @@ def variant_first(current: PairCurrent) -> bool:
     checking = True  # lifts are tried as the sweeps go; not once the very first was refused
     # a lift whose first test runs beside the sweeps: its position, pair and test
     ahead: tuple[int, PairState, tickets.Ticket] | None = None
+    watched: tickets.Ticket | None = None  # its ticket, until its ended test was looked at
 
     def origins_of(position: int) -> tuple[TokenList, list[int]]:
         variant = newest_tokens.get(position) or tokenize(history[position], grammar)
@@ -289,23 +290,37 @@ def variant_first(current: PairCurrent) -> bool:
             raise _Unliftable(position)
 
     def settle_ahead() -> None:
-        nonlocal ahead
+        nonlocal ahead, watched
         if ahead is not None:
             position, state, ticket = ahead
-            ahead = None
+            ahead = watched = None
             try:
                 check(position, state)
             finally:
                 ticket.abandon()
 
     def settle_ended() -> None:
-        """Between two candidates of the sweeps: a lift whose test has ended is settled
-        now, so a refused one stops them at once, not at the next accepted variant."""
-        if ahead is not None and ahead[2].ended:
-            settle_ahead()
+        """Between two candidates of the sweeps: a lift whose test has ended and refused
+        stops them now, not at the next accepted variant. Called inside the engine's
+        batch, so it only reads the cache; a lift that passed is adopted (judged from
+        the cache) once the batch is over."""
+        nonlocal ahead, checking, watched
+        if watched is None or not watched.ended:
+            return
+        watched = None  # looked at once: a lift that passed waits, and costs no more looks
+        assert ahead is not None
+        position, state, ticket = ahead
+        if not current.known_refused(state):
+            return
+        ahead = None
+        ticket.abandon()
+        if position == 0:
+            checking = False
+        else:
+            raise _Unliftable(position)
 
     def accepted(reduced: Current) -> None:
-        nonlocal ahead
+        nonlocal ahead, watched
         settle_ahead()
         history.append(reduced.text)
         newest_tokens.clear()
@@ -325,7 +340,7 @@ def variant_first(current: PairCurrent) -> bool:
             if ticket is None:
                 check(newest, state)
             else:
-                ahead = (newest, state, ticket)
+                ahead, watched = (newest, state, ticket), ticket
 
     view = Current(
         original,

@@ -205,6 +205,36 @@ def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):
         assert engine.cache.get(blob_id(text)) is None
 
 
+class _Stopped(Exception):
+    """What a pass raises from its candidates to stop at once."""
+
+
+def test_a_batch_its_candidates_stop_gives_up_the_judgements_in_flight(make_engine):
+    """A pass may stop from inside its candidates (variant-first, once a lift beside the
+    sweeps was refused): the exception ends the batch, and the tests still running for
+    it are stopped, not left to hold the jobs the next batch needs."""
+    running = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        running.set()
+        run_until_abandoned()
+        return Recorder()(text)
+
+    def candidates() -> Iterator[bytes]:
+        yield b"slow"
+        assert running.wait(10)
+        raise _Stopped
+
+    engine = make_engine(run, jobs=2)
+    started = time.monotonic()
+    with pytest.raises(_Stopped):
+        engine.first_success(candidates(), smaller_than=100, label="test")
+    while engine._busy() and time.monotonic() - started < 30:
+        time.sleep(0.01)
+    assert time.monotonic() - started < 10
+    assert engine.cache.get(blob_id(b"slow")) is None
+
+
 def test_a_judgement_abandoned_before_its_test_starts_runs_none(make_engine):
     recorder = Recorder()
     engine = make_engine(recorder, jobs=1)
