@@ -232,12 +232,13 @@ def variant_first(current: PairCurrent) -> bool:
     needs are put back into both programs (`pair/repair.py`).
 
     With a job to spare, a lift's test runs beside the sweeps
-    (`PairCurrent.test_ahead`) and is checked once it has ended (between two
-    candidates) or when the next variant is accepted, instead of holding the
-    sweeps while the other job idles (a lift is one test: the variant's
-    verdict is known). The lifts checked and their order are the same, so is
-    the result; a refused lift stops the sweeps a few candidates late, which
-    costs tests, not the result.
+    (`PairCurrent.test_ahead`) instead of holding them while the other job
+    idles (a lift is one test: the variant's verdict is known). A lift that
+    passed becomes the pair when the next variant is accepted; one refused
+    stops the sweeps as soon as its test has ended (looked at between two
+    candidates). The lifts checked and their order are the same, so is the
+    result; the tests under way when a refused lift ends are spent for
+    nothing.
     """
     if current.syntax is None:
         return False
