@@ -401,7 +401,8 @@ class Engine:
         return future
 
     def _close_batch(self) -> None:
-        """The batch has no candidate left to start: idle jobs take the offers waiting."""
+        """The batch has nothing left to start before the offers: idle jobs take the offers
+        waiting (tests beside a judgement's first), and later ones start at once."""
         started = []
         with self._lock:
             self._batch_open = False
@@ -592,7 +593,13 @@ class Engine:
                     break
                 else:
                     pull()
-            if not ready and (exhausted or earliest_success is not None):
+            # With candidates to warm up, an idle job takes those before a test beside a
+            # judgement's first (the offers wait for the warm-ups below): most first tests
+            # refuse (a pair's likelier refusal is asked first), and then the second ran
+            # for nothing, while the batch most likely ends without a winner and its
+            # lookahead is asked next.
+            warm_ups_first = lookahead is not None and earliest_success is None and self.jobs > 1
+            if not ready and (exhausted or earliest_success is not None) and not warm_ups_first:
                 self._close_batch()
             # The read-ahead below parses while holding the GIL, in C code that lets no other
             # thread in: begun before a new job's thread has spawned its test, it would delay
@@ -611,6 +618,7 @@ class Engine:
                 if ahead is None:
                     ahead = iter(lookahead())
                 self._warm_up(ahead, judge, label)
+                self._close_batch()  # the offers, for jobs no warm-up took
             if not running:
                 if not ready and (exhausted or earliest_success is not None):
                     return None

@@ -94,6 +94,36 @@ def test_a_batchs_next_candidate_goes_before_a_test_beside(engines):
     assert engine.cache.get(blob_id(b"seed 1")) is None
 
 
+def test_an_idle_job_warms_up_what_comes_next_before_a_test_beside(engines):
+    """One pair left in the batch, two jobs: its first test (the variant's) holds until
+    another test starts. The idle job takes the first test of what the batch's lookahead
+    offers (asked next unless this pair wins, and most pairs' first tests refuse), not
+    this pair's second test; the second runs once the first has passed."""
+    order: list[bytes] = []
+    other_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        order.append(text)
+        if text == b"bug 1!":
+            assert other_started.wait(10), "no other test started beside the first"
+        else:
+            other_started.set()
+        return verdict(text)
+
+    engine = Engine(run, variant_ok, jobs=2)
+    engines.append(engine)
+    judge = PairJudge(engine, seed_ok, variant_ok, None, LIMIT)
+    found = engine.first_judged(
+        [PairCandidate(b"seed 1", b"bug 1!", SMALLER)],
+        judge,
+        label="test",
+        lookahead=lambda: iter([PairCandidate(b"seed 2", b"bug 2!", SMALLER)]),
+    )
+    assert found is not None and found[0] == 0
+    assert order[:2] == [b"bug 1!", b"bug 2!"], order
+    assert b"seed 1" in order
+
+
 def test_the_test_beside_is_stopped_once_the_first_refuses(engines):
     """The variant (asked first: no refusals seen yet) is not bad: the seed's test
     running beside it is stopped at once, and leaves no verdict behind."""
