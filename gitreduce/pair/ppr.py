@@ -188,7 +188,8 @@ def min_commonality(current: PairCurrent) -> bool:
     the variable holding it), knots the tree can only take part by part. Its
     final passes wait for `finish_commonality`: a whitespace pass here would
     make every text of the next round new, and the next round's
-    MinCommonality pay again for what this one settled.
+    MinCommonality pay again for what this one settled. The stock phrases
+    offered are the current seed's (`PairCurrent.catalog`).
     """
     before = measure(current.state)
     reduce_program(
@@ -196,6 +197,7 @@ def min_commonality(current: PairCurrent) -> bool:
         final=False,
         groups_first=current.repaired,
         learnt=current.catalog(),
+        phrases=False,
     )
     return measure(current.state) < before
 

@@ -93,13 +93,15 @@ class Program:
     final_newline: bool
 
     @staticmethod
-    def of(current: Current, learnt: Catalog | None = None) -> Program:
+    def of(current: Current, learnt: Catalog | None = None, *, phrases: bool = True) -> Program:
         """`learnt`: which kinds stood in the same slot in an earlier original (a pair's
-        programs as they began), kept with what `current` teaches."""
+        programs as they began), kept with what `current` teaches; without `phrases`,
+        only those slots are learnt from `current`, and the stock phrases offered are
+        those of the text each sweep starts from."""
         original = None
         if current.parsed is not None and current.syntax is not None:
             original = Catalog(current.syntax.grammar)
-            original.learn(current.parsed)
+            original.learn(current.parsed, phrases=phrases)
             if learnt is not None:
                 original.share_slots(learnt)
         return Program(current, original, current.text.endswith(b"\n"))
@@ -303,6 +305,7 @@ def reduce_program(
     final: bool = True,
     groups_first: bool = False,
     learnt: Catalog | None = None,
+    phrases: bool = True,
 ) -> None:
     """Shrink `current` in place until neither a whole round nor the late passes find
     anything, then run the final passes; interruptible at any point.
@@ -316,7 +319,7 @@ def reduce_program(
     parse to. With `groups_first` each round is `GROUPS_FIRST_ROUND`; `learnt`:
     see `Program.of`.
     """
-    program = Program.of(current, learnt)
+    program = Program.of(current, learnt, phrases=phrases)
     while True:
         _rounds(program, GROUPS_FIRST_ROUND if groups_first else ROUND)
         progress = False

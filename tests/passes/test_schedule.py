@@ -493,3 +493,47 @@ def test_the_group_passes_can_go_before_the_tree(groups_first, first_passes):
     ran = [entry["pass"] for entry in current.engine.stats.pass_profile()]
     assert ran[:4] == first_passes
     assert b"foo" in current.text
+
+
+# --- stock phrases of the text being reduced ------------------------------------------------
+
+PHRASES_PROGRAM = b"""long big(long q) { return q; }
+int main(void) { int a = 1; int c = a * 3; return c + bug; }
+"""
+
+
+def declares_what_it_uses(text: bytes) -> bool:
+    """Keeps `bug`, and `q` only inside `big`, which declares it (its two uses there)."""
+    uses = re.findall(rb"\bq\b", text)
+    return b"bug" in text and uses == ([b"q", b"q"] if b"big(" in text else [])
+
+
+def reduced_with(phrases: bool) -> tuple[bytes, list[bytes]]:
+    """The result and every text tested, the original's stock phrases offered or not."""
+    tested: list[bytes] = []
+    engine = make_engine(declares_what_it_uses, jobs=1, tested=tested)
+    grammar = grammars.load("c")
+    assert grammar is not None
+    current = Current(PHRASES_PROGRAM, engine, Syntax(grammar, PHRASES_PROGRAM))
+    try:
+        reduce_program(current, final=False, phrases=phrases)
+    finally:
+        engine.close()
+    return current.text, tested
+
+
+def test_without_phrases_the_sweeps_offer_only_the_current_texts():
+    """`big` goes first; afterwards the original's phrase `q` could still stand in for an
+    expression (`int c = q;`), a candidate a program that must keep compiling always
+    refuses. Without the original's phrases (MinCommonality's seed: the code it
+    deleted is no guide to what the seed may use) it is never offered; the result is
+    the same, for fewer tests."""
+    results = {}
+    for phrases in (True, False):
+        result, tested = reduced_with(phrases)
+        assert b"big" not in result and b"bug" in result
+        stale = [text for text in tested if b"big" not in text and re.search(rb"\bq\b", text)]
+        assert bool(stale) is phrases, stale
+        results[phrases] = result, len(tested)
+    assert results[False][0] == results[True][0]
+    assert results[False][1] < results[True][1]
