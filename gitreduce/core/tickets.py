@@ -56,7 +56,8 @@ class Ticket:
         self._under_way.set()
 
     def end(self) -> None:
-        """The judgement returned or gave up: its verdict, if any, is in the cache."""
+        """The judgement returned or gave up: its verdict, if any, is in the cache. Set by
+        the engine for a test beside another (`Engine.test_beside`), which nobody awaits."""
         self._ended.set()
 
     @property

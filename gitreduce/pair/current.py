@@ -172,25 +172,25 @@ class PairJudge:
         finally:
             beside.abandon()
 
+    def _sides(self, candidate: PairCandidate) -> list[tuple[bytes, Accepts]]:
+        """Each side's tested text and acceptance, the likelier refusal first."""
+        seed_tested, variant_tested = self._tested(candidate)
+        sides = [(variant_tested, self._variant_ok), (seed_tested, self._seed_ok)]
+        if self._refusals.seed_first():
+            sides.reverse()
+        return sides
+
     def known_refused(self, candidate: PairCandidate) -> bool:
         """Whether the cache already holds a verdict that refuses one side; nothing counted."""
-        seed_tested, variant_tested = self._tested(candidate)
-        for text, ok in ((seed_tested, self._seed_ok), (variant_tested, self._variant_ok)):
-            known = self._engine.known(text, ok)
-            if known is not None and not ok(known):
-                return True
-        return False
+        verdicts = ((self._engine.known(text, ok), ok) for text, ok in self._sides(candidate))
+        return any(known is not None and not ok(known) for known, ok in verdicts)
 
     def first_untested(self, candidate: PairCandidate) -> tuple[bytes, Accepts] | None:
         """The first text `full` would test on `candidate` that has no verdict yet, and its
         acceptance; None when the cache already refuses or accepts the pair. What may be
         tested ahead of the judgement: no syntax check here (`quick` makes it when the
         pair is judged; a text it rejects was tested for nothing, at worst)."""
-        seed_tested, variant_tested = self._tested(candidate)
-        checks = [(variant_tested, self._variant_ok), (seed_tested, self._seed_ok)]
-        if self._refusals.seed_first():
-            checks.reverse()
-        for text, ok in checks:
+        for text, ok in self._sides(candidate):
             known = self._engine.known(text, ok)
             if known is None:
                 return text, ok
