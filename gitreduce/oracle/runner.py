@@ -15,7 +15,6 @@ import os
 import re
 import select
 import shlex
-import shutil
 import signal
 import subprocess
 import threading
@@ -31,8 +30,9 @@ from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle import output as output_file
 from gitreduce.oracle.reaper import reaper
-from gitreduce.oracle.scratch import ScratchRoot, make_writable, sweep_once
+from gitreduce.oracle.scratch import ScratchRoot, sweep_once
 from gitreduce.oracle.signature import extract_signature
+from gitreduce.oracle.slot_files import SlotFiles
 from gitreduce.oracle.spec import TestSpec, anchored
 
 # Long enough for any sane test on the original input; calibration replaces it.
@@ -120,6 +120,7 @@ class _Slot:
     workdir: Path
     candidate: Path
     output: Path
+    files: SlotFiles
     argv: tuple[str, ...]
     env: Mapping[str, str]
 
@@ -237,6 +238,7 @@ class Oracle:
             workdir=workdir,
             candidate=candidate,
             output=self._root / f"{index}.out",
+            files=SlotFiles(workdir),
             argv=("/bin/sh", "-c", _with_candidate(command, candidate, name)),
             env={**environment, "GITREDUCE_FILE": str(candidate)},
         )
@@ -358,12 +360,10 @@ class Oracle:
             self._cond.notify_all()  # a run waiting for a slot, or close() for all of them
 
     def _run_in(self, slot: _Slot, content: bytes) -> tuple[Outcome, str]:
-        _empty(slot.workdir)
         if self.spec.file_set:
-            for path, member in fileset.unpack(content).items():
-                _write_below(slot.workdir, path, member)
+            slot.files.place_files(fileset.unpack(content))
         else:
-            _write_below(slot.workdir, str(slot.candidate.relative_to(slot.workdir)), content)
+            slot.files.place_file(PurePosixPath(slot.candidate.relative_to(slot.workdir)), content)
         # A file rather than pipes: a stray background child holding a pipe
         # open would make us wait for it; a file is read once sh has exited.
         pins = self._pins()
@@ -501,36 +501,6 @@ def _pidfd(pid: int) -> int | None:
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-
-
-def _write_below(workdir: Path, path: str, content: bytes) -> None:
-    """Write `content` at relative `path` in a slot, creating its parent directories.
-
-    Parents one by one, never parents=True: that would resurrect a scratch
-    root that close() has just removed.
-    """
-    target = workdir.joinpath(*PurePosixPath(path).parts)
-    for parent in reversed(target.relative_to(workdir).parents[:-1]):
-        (workdir / parent).mkdir(exist_ok=True)
-    target.write_bytes(content)
-
-
-def _empty(directory: Path) -> None:
-    """Remove what the previous run left in a slot; cheaper than recreating the dir."""
-    try:
-        _remove_entries(directory)
-    except PermissionError:  # the test made something read-only
-        make_writable(directory)
-        _remove_entries(directory)
-
-
-def _remove_entries(directory: Path) -> None:
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
 
 
 class Stoppable(Protocol):
