@@ -58,6 +58,7 @@ import random
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import pygit2
@@ -125,8 +126,12 @@ class CacheLog:
         description: str,
         compact_after: int,
         lock_wait_seconds: float,
+        before_save: Callable[[], None] = lambda: None,
     ) -> None:
         self.fingerprint = fingerprint
+        # Called after the pending verdicts to commit are taken, before any is written:
+        # the cache writes the candidates they name (`GitVerdictCache._write_unwritten`)
+        self._before_save = before_save
         self.codec = codec
         self.ref_name = CACHE_REF_PREFIX + fingerprint
         self.path = path
@@ -186,6 +191,7 @@ class CacheLog:
                 pending = dict(self._pending)
             if not pending:
                 return False
+            self._before_save()
             self._save(pending, seal=False)
             self._saved(pending)
             return True
@@ -204,6 +210,7 @@ class CacheLog:
             if idle:
                 self._refresh()
                 return False
+            self._before_save()
             made = self._save(pending, seal=True)
             self._saved(pending)
             return made

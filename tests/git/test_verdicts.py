@@ -16,8 +16,14 @@ from support import FINGERPRINT, fsck_clean, git, make_user_repo, outcome_for, q
 from gitreduce.core import fileset
 from gitreduce.core.engine import Engine
 from gitreduce.core.keys import blob_id, candidate_key
-from gitreduce.core.outcome import Verdict
-from gitreduce.git.cache_format import CACHE_REF_PREFIX
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.git.cache_format import (
+    BATCHES,
+    CACHE_REF_PREFIX,
+    VERDICTS,
+    parse_records,
+    records_of,
+)
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.oracle.runner import Oracle
 from gitreduce.oracle.spec import TestSpec
@@ -70,6 +76,81 @@ def test_put_with_content_and_recording_runner(bare):
     assert again.get(blob_id(b"two")) == outcome_for(1)
     assert again.get(blob_id(b"one")) == outcome_for(0)
     again.close()
+
+
+def test_a_tested_candidate_is_written_by_the_background_thread_not_the_tests(bare):
+    cache = quiet_cache(bare)
+    runner = cache.recording(lambda content: outcome_for(1))
+    runner(b"tested")
+    assert blob_id(b"tested") not in bare  # the next test does not wait for the write
+    cache.put(blob_id(b"tested"), outcome_for(1))
+    cache.close()
+    assert blob_id(b"tested") in bare
+    assert quiet_cache(bare).get(blob_id(b"tested")) == outcome_for(1)
+
+
+def _blobs_below(tree: pygit2.Tree) -> set[str]:
+    found: set[str] = set()
+    for entry in tree:
+        if entry.type_str == "tree":
+            found |= _blobs_below(tree[entry.name])
+        else:
+            found.add(str(entry.id))
+    return found
+
+
+def test_every_checkpoint_holds_the_candidates_its_verdicts_name(bare):
+    # Checkpoints as often as they can go, never sealed: the tip is always a checkpoint,
+    # made while tests end and verdicts arrive on eight threads.
+    cache = GitVerdictCache(
+        bare, FINGERPRINT, checkpoint_seconds=0.0, checkpoint_verdicts=3, seal_after=10**6
+    )
+
+    def test(content: bytes) -> Outcome:
+        time.sleep(0.002)  # a test's run: the checkpoints go on meanwhile
+        return outcome_for(len(content))
+
+    runner = cache.recording(test)
+    tips: list[pygit2.Oid] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            reference = bare.references.get(CACHE_REF_PREFIX + FINGERPRINT)
+            if reference is not None and (not tips or tips[-1] != reference.target):
+                tips.append(reference.target)
+            time.sleep(0.001)
+
+    def work(worker: int) -> None:
+        for index in range(60):
+            content = f"worker {worker} candidate {index}\n".encode()
+            cache.put(blob_id(content), runner(content))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    workers = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    deadline = time.monotonic() + 30
+    while len(cache._memory.pending) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    done.set()
+    watcher.join()
+    assert len(tips) > 3
+    for tip in tips:
+        commit = bare.get(tip)
+        if commit is None:  # a checkpoint the next one replaced and deleted
+            continue
+        tree = commit.peel(pygit2.Tree)
+        blobs = _blobs_below(tree)
+        for batch in tree[BATCHES]:
+            if VERDICTS not in batch:
+                continue
+            for key in parse_records(records_of(batch[VERDICTS])):
+                assert key.decode() in blobs, f"{key!r} has a verdict in {tip}, no candidate"
+    cache.close()
 
 
 def test_a_second_engine_run_executes_no_test_even_after_gc(tmp_path):
