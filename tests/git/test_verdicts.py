@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -89,6 +90,23 @@ def test_a_tested_candidate_is_written_by_the_background_thread_not_the_tests(ba
     assert quiet_cache(bare).get(blob_id(b"tested")) == outcome_for(1)
 
 
+def _on_eight_threads(work: Callable[[int], None]) -> None:
+    """`work(0)` ... `work(7)` at once, each on a thread of its own; back when all are done."""
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _eventually(condition: Callable[[], bool], seconds: float = 30) -> None:
+    """Wait until `condition()` holds, or `seconds` have passed: what the background thread
+    does, it does when a loaded machine lets it."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _blobs_below(tree: pygit2.Tree) -> set[str]:
     found: set[str] = set()
     for entry in tree:
@@ -128,14 +146,8 @@ def test_every_checkpoint_holds_the_candidates_its_verdicts_name(bare):
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    workers = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
-    for thread in workers:
-        thread.start()
-    for thread in workers:
-        thread.join()
-    deadline = time.monotonic() + 30
-    while len(cache._memory.pending) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _on_eight_threads(work)
+    _eventually(lambda: not cache._memory.pending)
     done.set()
     watcher.join()
     assert len(tips) > 3
@@ -223,16 +235,10 @@ def test_threads_and_background_checkpoints(bare):
         except BaseException as error:
             errors.append(error)
 
-    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _on_eight_threads(work)
     # 600 KB written against a 50 KB threshold: the background thread packs by itself,
     # however slowly a loaded machine lets it run
-    deadline = time.monotonic() + 30
-    while cache.packs == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    _eventually(lambda: cache.packs > 0)
     packed_in_background = cache.packs
     cache.close()
     assert not errors
