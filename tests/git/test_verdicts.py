@@ -140,7 +140,7 @@ def test_every_checkpoint_holds_the_candidates_its_verdicts_name(bare):
             time.sleep(0.001)
 
     def work(worker: int) -> None:
-        for index in range(60):
+        for index in range(30):
             content = f"worker {worker} candidate {index}\n".encode()
             cache.put(blob_id(content), runner(content))
 
