@@ -238,7 +238,7 @@ class Oracle:
             workdir=workdir,
             candidate=candidate,
             output=self._root / f"{index}.out",
-            files=SlotFiles(workdir),
+            files=SlotFiles(workdir, candidate),
             argv=("/bin/sh", "-c", _with_candidate(command, candidate, name)),
             env={**environment, "GITREDUCE_FILE": str(candidate)},
         )
@@ -363,7 +363,7 @@ class Oracle:
         if self.spec.file_set:
             slot.files.place_files(fileset.unpack(content))
         else:
-            slot.files.place_file(PurePosixPath(slot.candidate.relative_to(slot.workdir)), content)
+            slot.files.place_file(content)
         # A file rather than pipes: a stray background child holding a pipe
         # open would make us wait for it; a file is read once sh has exited.
         pins = self._pins()

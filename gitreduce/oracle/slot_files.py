@@ -29,22 +29,23 @@ from gitreduce.oracle.scratch import make_writable
 class SlotFiles:
     """Prepares one slot's directory for each run: see the module's docstring."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, candidate: Path) -> None:
+        """`candidate`: where a single-file candidate goes, inside `workdir`."""
         self.workdir = workdir
+        self._target = candidate
+        self._parts = candidate.relative_to(workdir).parts
         self._created_mode: int | None = None  # the mode the slot's candidate file got
 
-    def place_file(self, relative: PurePosixPath, content: bytes) -> None:
-        """Leave only the candidate `content` at `relative` (a path inside the slot)."""
-        parts = relative.parts
-        target = self.workdir.joinpath(*parts)
+    def place_file(self, content: bytes) -> None:
+        """Leave only the candidate `content`, at the slot's candidate path."""
         try:
-            if _clear(self.workdir, parts) and self._rewrite(target, content):
+            if _clear(self.workdir, self._parts) and self._rewrite(self._target, content):
                 return
         except PermissionError:  # the test made something read-only: start from nothing
             empty(self.workdir)
-        _make_parents(self.workdir, parts)
-        target.write_bytes(content)
-        self._created_mode = os.lstat(target).st_mode
+        _make_parents(self.workdir, self._parts)
+        self._target.write_bytes(content)
+        self._created_mode = os.lstat(self._target).st_mode
 
     def place_files(self, members: dict[str, bytes]) -> None:
         """Leave only the files of a file set, each at its relative path, created afresh."""
