@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gitreduce.core import edits
-from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.ddmin import Plan, Subset, ddmin
 from gitreduce.core.engine import Engine
-from gitreduce.core.judges import Accepts, Lookahead, Precheck
+from gitreduce.core.judges import Accepts, AfterSuccess, Lookahead, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 T = TypeVar("T")
@@ -55,11 +55,15 @@ class Current:
         return len(plain_tokens(self.text))
 
     def try_candidates(
-        self, candidates: Iterable[bytes], lookahead: Lookahead[bytes] | None = None
+        self,
+        candidates: Iterable[bytes],
+        lookahead: Lookahead[bytes] | None = None,
+        after: AfterSuccess[bytes] | None = None,
     ) -> int | None:
         """Index of the first interesting candidate, which becomes current; None if none is.
-        `lookahead`: what the caller tries next if none is (`Engine.first_judged`)."""
-        return self._first(candidates, len(self.text), lookahead=lookahead)
+        `lookahead`: what the caller tries next if none is; `after`: what it tries next
+        if a given one is (`Engine.first_judged`)."""
+        return self._first(candidates, len(self.text), lookahead=lookahead, after=after)
 
     def try_growth(self, candidate: bytes) -> bool:
         """Try one candidate that may be larger than the current text: what no deletion can
@@ -82,6 +86,7 @@ class Current:
         *,
         gated: bool = True,
         lookahead: Lookahead[bytes] | None = None,
+        after: AfterSuccess[bytes] | None = None,
     ) -> int | None:
         precheck = syntax_gate(self.syntax, self.text) if self.syntax and gated else None
         if self.checkpoint is not None:
@@ -94,6 +99,7 @@ class Current:
             place=self.place,
             accepts=self.accepts,
             lookahead=lookahead,
+            after=after,
         )
         if found is None:
             return None
@@ -223,7 +229,9 @@ def first_then_delete_units(
     `delete_units`, but with no wait between the two: the last of `first` and
     ddmin's first candidates are tested side by side (`Engine.first_judged`).
     `lookahead`: what the caller tries next if nothing here is taken, for every
-    stream ddmin reads.
+    stream ddmin reads. What ddmin reads after each of its candidates, should it be
+    taken, goes with every stream too (`Plan.after`); what the caller does after
+    one of `first` is not known here.
     """
     snapshot = current.text
     before = len(snapshot)
@@ -236,14 +244,20 @@ def first_then_delete_units(
     def render(kept: Subset) -> bytes:
         return render_deletions(snapshot, deletion_spans(units, kept))
 
-    def first_success(subsets: Iterable[Subset]) -> int | None:
+    def first_success(plan: Plan) -> int | None:
         nonlocal leading, taken
         offered, leading = leading, ()
+
+        def after(index: int) -> Iterator[bytes]:
+            following = plan.after(index - len(offered)) if index >= len(offered) else None
+            return iter(()) if following is None else (render(subset) for subset in following)
+
         found = current.try_candidates(
             itertools.chain(
-                (render_first(item) for item in offered), (render(subset) for subset in subsets)
+                (render_first(item) for item in offered), (render(subset) for subset in plan)
             ),
             lookahead,
+            after,
         )
         if found is not None and found < len(offered):
             taken = found

@@ -9,12 +9,10 @@ wins, whatever finishes first).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 Subset = tuple[int, ...]
-# The index of the first interesting subset, in order, or None; reads no further than it needs
-FirstSuccess = Callable[[Iterable[Subset]], int | None]
 
 
 def _chunks(units: Subset, count: int) -> list[Subset]:
@@ -71,6 +69,59 @@ def _planned(
         resume = 0
 
 
+class Plan(Iterator[Subset]):
+    """The subsets ddmin tries from where it stands until its next success, read lazily;
+    and, for any subset already read, what ddmin tries next if that one is the first
+    success (`after`), so that a caller may test those ahead while it still runs."""
+
+    def __init__(
+        self, current: Subset, granularity: int, resume: int, *, empty: bool, one_batch: bool
+    ) -> None:
+        self._steps: list[_Step | None] = []
+        self._one_batch = one_batch
+        self._subsets = _planned(
+            current, granularity, resume, self._steps, empty=empty, one_batch=one_batch
+        )
+
+    def __next__(self) -> Subset:
+        return next(self._subsets)
+
+    def step(self, index: int) -> _Step | None:
+        """Where the `index`-th subset read sits in the search (None: the empty set)."""
+        return self._steps[index]
+
+    def last(self) -> _Step | None:
+        """The last subset's step, once the plan is read to its end (None: only the empty
+        set, or nothing, was planned)."""
+        for _ in self:
+            pass
+        return self._steps[-1] if self._steps else None
+
+    def after(self, index: int) -> Plan | None:
+        """What ddmin reads next if the `index`-th subset is the first success; None when
+        ddmin then ends (the empty set, or nothing left to remove)."""
+        step = self._steps[index]
+        if step is None or not step.kept:
+            return None
+        return Plan(*_resumed(step), empty=False, one_batch=self._one_batch)
+
+
+# The index of the first interesting subset of a plan, in order, or None; reads no further
+# than it needs
+FirstSuccess = Callable[[Plan], int | None]
+
+
+def _resumed(step: _Step) -> tuple[Subset, int, int]:
+    """Where ddmin goes on after `step` succeeded: its kept units, at one granularity
+    coarser, resuming at the chunk that succeeded instead of from the front."""
+    current = step.kept
+    resume = (step.resume + step.index) % step.chunks
+    granularity = max(step.granularity - 1, 2)
+    granularity = min(granularity, len(current)) if current else granularity
+    resume = min(resume, max(granularity - 1, 0))
+    return current, granularity, resume
+
+
 def opening(count: int, *, try_empty: bool = True) -> Iterator[Subset]:
     """The subsets `ddmin` over `count` units reads first (with `ahead`), in its order:
     what it tries if none of them wins, for a caller that looks ahead to it."""
@@ -106,12 +157,13 @@ def ddmin(
     resume = 0
     empty = try_empty
     while current:
-        plan: list[_Step | None] = []
-        candidates = _planned(current, granularity, resume, plan, empty=empty, one_batch=not ahead)
-        winner = first_success(candidates if ahead else list(candidates))
+        plan = Plan(current, granularity, resume, empty=empty, one_batch=not ahead)
+        winner = first_success(plan)
         if winner is None:
-            last = plan[-1] if plan else None
-            if ahead or (last is None and len(current) == 1):
+            if ahead:
+                break
+            last = plan.last()
+            if last is None and len(current) == 1:
                 break
             if last is not None:
                 if last.granularity >= len(current):
@@ -120,13 +172,9 @@ def ddmin(
                 resume = 0
             empty = False
             continue
-        step = plan[winner]
+        step = plan.step(winner)
         if step is None:
             return ()
-        current = step.kept
-        resume = (step.resume + step.index) % step.chunks
-        granularity = max(step.granularity - 1, 2)
-        granularity = min(granularity, len(current)) if current else granularity
-        resume = min(resume, max(granularity - 1, 0))
+        current, granularity, resume = _resumed(step)
         empty = False
     return current

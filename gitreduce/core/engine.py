@@ -19,6 +19,12 @@ another's identical test holds no job).
 Once a batch has a winner, the warm-ups were derived from the text it
 replaced and are abandoned like any speculation past a winner.
 
+Given `after` (what the caller asks next if a given candidate wins), a job
+that comes free while the batch's oldest candidate has run long enough to
+more likely win than lose (`core/odds.py`) warms up what follows that win
+instead of testing the candidates past it. Should it win, those warm-ups
+are the next batch's; should it lose, they are abandoned.
+
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
 `_POLL_SECONDS` even while every test is still running.
@@ -55,8 +61,9 @@ from typing import Any, TypeVar
 
 from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
-from gitreduce.core.judges import Accepts, Judge, Lookahead, Precheck, TextJudge
+from gitreduce.core.judges import Accepts, AfterSuccess, Judge, Lookahead, Precheck, TextJudge
 from gitreduce.core.keys import candidate_key
+from gitreduce.core.odds import Odds
 from gitreduce.core.outcome import MemoryCache, Outcome, VerdictCache
 from gitreduce.core.stats import Stats
 
@@ -80,10 +87,39 @@ MAX_JOBS = 256
 
 @dataclass(frozen=True)
 class Job:
-    """One judgement in flight: its future, and the ticket that lets the engine give it up."""
+    """One judgement in flight: its future, the ticket that lets the engine give it up, and
+    when it started and (once its judge returned) ended."""
 
     future: Future[bool]
     ticket: tickets.Ticket
+    started: float
+    ended: list[float]
+
+    @property
+    def seconds(self) -> float:
+        """How long the judgement took, once it is done."""
+        return self.ended[0] - self.started
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """A judgement run for the cache ahead of the batch that will ask for it: the
+    candidate, its job, and the candidate of the running batch whose success it
+    assumes (None: that no candidate of it wins)."""
+
+    candidate: object
+    job: Job
+    assumes: int | None = None
+
+
+@dataclass
+class _Bet:
+    """Speculation on one running candidate's success: its index in the batch and what its
+    caller tries next if it wins, read as jobs come free."""
+
+    index: int
+    following: Iterator[object]
+    exhausted: bool = False
 
 
 ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
@@ -117,7 +153,8 @@ class Engine:
         self._jobs_in_flight: set[Future[bool]] = set()
         self._tests_in_flight: dict[str, threading.Event] = {}
         self._syntax_rejects: set[str] = set()
-        self._warm_ups: list[tuple[object, Job]] = []
+        self._warm_ups: list[WarmUp] = []
+        self._odds = Odds()
         self._waiting = 0  # judgements blocked on an identical test another one runs
         # whether a batch may still start candidates, and the tests waiting till it does not
         self._batch_open = False
@@ -157,8 +194,11 @@ class Engine:
         if self._stopped:
             raise Interrupted
 
-    def _wait_any(self, futures: list[Future[T]], wake: Future[None] | None = None) -> None:
-        """Until one of `futures` (or `wake`) is done, or `Interrupted` once stopped.
+    def _wait_any(
+        self, futures: list[Future[T]], wake: Future[None] | None = None, until: float | None = None
+    ) -> None:
+        """Until one of `futures` (or `wake`) is done, or the clock reads `until`, or
+        `Interrupted` once stopped.
 
         A timed wait: a signal never has to break into `concurrent.futures.wait`'s
         locks, and the flag is looked at even while no test finishes.
@@ -168,8 +208,11 @@ class Engine:
             awaited.append(wake)
         while True:
             self._check()
-            done, _ = wait(awaited, timeout=_POLL_SECONDS, return_when=FIRST_COMPLETED)
-            if done:
+            timeout = _POLL_SECONDS
+            if until is not None:
+                timeout = min(timeout, max(0.0, until - time.monotonic()))
+            done, _ = wait(awaited, timeout=timeout, return_when=FIRST_COMPLETED)
+            if done or (until is not None and time.monotonic() >= until):
                 return
 
     def _watch_for_free_jobs(self) -> Future[None]:
@@ -340,6 +383,7 @@ class Engine:
 
     def _submit(self, judge: Judge[C], candidate: C, label: str) -> Job:
         ticket = tickets.Ticket()
+        ended: list[float] = []
 
         def labelled() -> bool:
             self._context.label = label
@@ -347,12 +391,14 @@ class Engine:
                 with tickets.holding(ticket):
                     return judge.full(candidate)
             finally:
+                ended.append(time.monotonic())
                 ticket.under_way()  # decided, maybe by no test at all: nobody waits for one
 
+        started = time.monotonic()
         with self._lock:
             future = self._start_locked(labelled)
         future.add_done_callback(self._job_done)
-        return Job(future, ticket)
+        return Job(future, ticket, started, ended)
 
     def test_beside(self, text: bytes, accepts: Accepts) -> tickets.Ticket | None:
         """Run the test of `text` in a job nobody needs; None when there will be none.
@@ -433,7 +479,7 @@ class Engine:
         worth of them is read per call: the main thread renders and parses
         them while the last tests run, and must not wander far ahead.
         """
-        self._warm_ups = [(warm, job) for warm, job in self._warm_ups if not job.future.done()]
+        self._warm_ups = [warm for warm in self._warm_ups if not warm.job.future.done()]
         for _ in range(_WARM_UP_READS * self.jobs):
             if self._busy() >= self.jobs:
                 return
@@ -441,7 +487,45 @@ class Engine:
             if candidate is None:
                 return
             if judge.quick(candidate) is None:
-                self._warm_ups.append((candidate, self._submit(judge, candidate, label)))
+                self._warm_ups.append(WarmUp(candidate, self._submit(judge, candidate, label)))
+
+    def _bet_on_success(self, bet: _Bet, judge: Judge[C], label: str) -> Job | None:
+        """Start a judgement of the next candidate `bet` says its caller tries after the
+        winner it assumes, for the cache; None when the reads allowed found none to start.
+
+        Read ahead like any speculation: a foreign verdict decides nothing yet.
+        """
+        for _ in range(_WARM_UP_READS * self.jobs):
+            candidate: Any = next(bet.following, None)
+            if candidate is None:
+                bet.exhausted = True
+                return None
+            self._context.reading_ahead = True
+            try:
+                verdict = judge.quick(candidate)
+            finally:
+                self._context.reading_ahead = False
+            if verdict is None and all(warm.candidate != candidate for warm in self._warm_ups):
+                job = self._submit(judge, candidate, label)
+                self._warm_ups.append(WarmUp(candidate, job, bet.index))
+                self.stats.success_bets += 1
+                return job
+        return None
+
+    def _bet_worth_making(self, bet: _Bet | None, index: int, job: Job | None) -> bool:
+        """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
+        running), more likely wins than loses and has something left to bet on."""
+        if job is None or (bet is not None and bet.index == index and bet.exhausted):
+            return False
+        return self._odds.favour_success(time.monotonic() - job.started)
+
+    def _when_to_bet(self, bet: _Bet | None, index: int, job: Job | None) -> float | None:
+        """When, if it is still running then, the oldest candidate `index` (judged by
+        `job`) becomes the better bet to win; None if it will not."""
+        if job is None or (bet is not None and bet.index == index and bet.exhausted):
+            return None
+        turn = self._odds.when_success_favoured(time.monotonic() - job.started)
+        return None if turn is None else job.started + turn
 
     def _claim_warm_up(self, candidate: object) -> Job | None:
         """The warm-up judging `candidate`, taken over by the batch that now asks for it.
@@ -452,16 +536,29 @@ class Engine:
         submitting another that would wait on the same test, keeps the count
         of busy jobs right from the start.
         """
-        for position, (warm, job) in enumerate(self._warm_ups):
-            if warm == candidate:
+        for position, warm in enumerate(self._warm_ups):
+            if warm.candidate == candidate:
                 del self._warm_ups[position]
-                return job
+                return warm.job
         return None
 
-    def _abandon_warm_ups(self) -> None:
-        for _, job in self._warm_ups:
-            job.ticket.abandon()
-        self._warm_ups.clear()
+    def _settle_warm_ups(self, winner: int | None) -> None:
+        """At a batch's end (`winner`: the index it answered, or None), keep the warm-ups
+        made for what follows that answer, for the next batch to find, and abandon the
+        rest: derived from a text the answer replaced, or assuming a winner it is not."""
+        kept = []
+        for warm in self._warm_ups:
+            if warm.assumes == winner:
+                kept.append(WarmUp(warm.candidate, warm.job))
+            else:
+                warm.job.ticket.abandon()
+        self._warm_ups = kept
+
+    def _lost_bets(self, index: int) -> None:
+        """Abandon the warm-ups that assumed the batch's candidate `index`, which lost."""
+        for warm in [warm for warm in self._warm_ups if warm.assumes == index]:
+            warm.job.ticket.abandon()
+            self._warm_ups.remove(warm)
 
     def first_success(
         self,
@@ -473,14 +570,15 @@ class Engine:
         place: Callable[[bytes], bytes] | None = None,
         accepts: Accepts | None = None,
         lookahead: Lookahead[bytes] | None = None,
+        after: AfterSuccess[bytes] | None = None,
     ) -> tuple[int, bytes] | None:
         """The lowest-indexed interesting text and the text itself, or None (`place`: see
         `TextJudge`; `accepts`: what a verdict must say instead of interesting, for one
-        file of a pair of file sets that only the seed holds; `lookahead`: see
+        file of a pair of file sets that only the seed holds; `lookahead`, `after`: see
         `first_judged`)."""
         wanted = accepts if accepts is not None else self._is_interesting
         judge = TextJudge(self, wanted, smaller_than, precheck, place)
-        return self.first_judged(candidates, judge, label=label, lookahead=lookahead)
+        return self.first_judged(candidates, judge, label=label, lookahead=lookahead, after=after)
 
     def first_judged(
         self,
@@ -489,6 +587,7 @@ class Engine:
         *,
         label: str,
         lookahead: Lookahead[C] | None = None,
+        after: AfterSuccess[C] | None = None,
     ) -> tuple[int, C] | None:
         """The lowest-indexed candidate `judge` finds interesting, or None.
 
@@ -500,14 +599,19 @@ class Engine:
         of the batch counts for the pass `label`. `lookahead`, called at most
         once, once every candidate is in flight and a job is idle, gives the
         candidates the caller will try next if none of these wins: they are
-        warmed up (see the module's docstring), never answered.
+        warmed up (see the module's docstring), never answered. `after(i)`,
+        likewise, what it tries next if candidate `i` is the answer: while the
+        oldest candidate in flight has run long enough that it more likely wins
+        than loses (`core/odds.py`), a free job warms up those rather than
+        test the candidates past it.
         """
         with self.counting_for(label):
             with self._lock:
                 self._batch_open = True
             running: dict[int, Job] = {}
+            found = None
             try:
-                found = self._first_judged(candidates, judge, label, lookahead, running)
+                found = self._first_judged(candidates, judge, label, lookahead, after, running)
             except BaseException:
                 for job in running.values():
                     job.ticket.abandon()  # the batch was given up: nobody reads their answers
@@ -516,8 +620,8 @@ class Engine:
                 with self._lock:
                     self._batch_open = False
                     self._offers.clear()  # their judgements were answered or given up
+                self._settle_warm_ups(None if found is None else found[0])
         if found is not None:
-            self._abandon_warm_ups()
             with self._lock:
                 self.stats.of_pass(label).successes += 1
         return found
@@ -528,6 +632,7 @@ class Engine:
         judge: Judge[C],
         label: str,
         lookahead: Lookahead[C] | None,
+        after: AfterSuccess[C] | None,
         running: dict[int, Job],
     ) -> tuple[int, C] | None:
         """`running`: the judgements in flight, by candidate index (the caller's, so that
@@ -540,6 +645,7 @@ class Engine:
         next_to_resolve = 0
         earliest_success: int | None = None
         exhausted = False
+        bet: _Bet | None = None
 
         def pull(reading_ahead: bool = False) -> None:
             """The next candidate through the cheap checks: known, or ready for a job.
@@ -580,6 +686,14 @@ class Engine:
             job_freed = self._watch_for_free_jobs()
             started: list[Job] = []
             while self._busy() < self.jobs:
+                oldest = running.get(next_to_resolve)
+                if after is not None and self._bet_worth_making(bet, next_to_resolve, oldest):
+                    if bet is None or bet.index != next_to_resolve:
+                        bet = _Bet(next_to_resolve, iter(after(next_to_resolve)))
+                    placed = self._bet_on_success(bet, judge, label)
+                    if placed is not None:
+                        started.append(placed)
+                        continue
                 if ready:
                     index = ready.popleft()
                     if earliest_success is not None and index > earliest_success:
@@ -627,10 +741,18 @@ class Engine:
                 if orphans:
                     self._wait_any(orphans, job_freed)
                 continue
-            self._wait_any([job.future for job in running.values()], job_freed)
+            # with a job free, wake when the oldest candidate turns into the better bet
+            until = None
+            if after is not None and self._busy() < self.jobs:
+                until = self._when_to_bet(bet, next_to_resolve, running.get(next_to_resolve))
+            self._wait_any([job.future for job in running.values()], job_freed, until)
             for index in [index for index, job in running.items() if job.future.done()]:
-                known[index] = running.pop(index).future.result()
-                if known[index] and (earliest_success is None or index < earliest_success):
+                job = running.pop(index)
+                known[index] = job.future.result()
+                self._odds.record(job.seconds, known[index])
+                if not known[index]:
+                    self._lost_bets(index)
+                elif earliest_success is None or index < earliest_success:
                     earliest_success = index
             if earliest_success is not None:
                 for index in [index for index in running if index > earliest_success]:

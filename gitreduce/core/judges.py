@@ -25,6 +25,9 @@ C = TypeVar("C")
 C_contra = TypeVar("C_contra", contravariant=True)
 # What a caller will try next if none of a batch wins, made only when it is asked for
 Lookahead = Callable[[], Iterable[C]]
+# What a caller will try next if the batch's candidate of the given index is the first to
+# win, made only when asked for, once that candidate has been read
+AfterSuccess = Callable[[int], Iterable[C]]
 
 
 class Judge(Protocol[C_contra]):

@@ -19,7 +19,7 @@ from gitreduce.core import tickets
 from gitreduce.core.current import Current, syntax_gate
 from gitreduce.core.ddmin import Subset, ddmin
 from gitreduce.core.engine import Engine
-from gitreduce.core.judges import Accepts, Lookahead, Precheck
+from gitreduce.core.judges import Accepts, AfterSuccess, Lookahead, Precheck
 from gitreduce.core.outcome import Outcome
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.alignment import SEED, Alignment
@@ -381,15 +381,23 @@ class SideCurrent(Current, ABC):
         """Take `alignment` (of the pair just accepted) as the base of later candidates."""
 
     def try_candidates(
-        self, candidates: Iterable[bytes], lookahead: Lookahead[bytes] | None = None
+        self,
+        candidates: Iterable[bytes],
+        lookahead: Lookahead[bytes] | None = None,
+        after: AfterSuccess[bytes] | None = None,
     ) -> int | None:
         def pairs(texts: Iterable[bytes]) -> Iterator[PairCandidate]:
             for candidate in texts:
                 yield self._pair(candidate)
 
         pairs_ahead = None if lookahead is None else lambda: pairs(lookahead())
+        pairs_after = None if after is None else lambda index: pairs(after(index))
         found = self.engine.first_judged(
-            pairs(candidates), self._judge(), label=self.label, lookahead=pairs_ahead
+            pairs(candidates),
+            self._judge(),
+            label=self.label,
+            lookahead=pairs_ahead,
+            after=pairs_after,
         )
         if found is None:
             return None

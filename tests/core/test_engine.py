@@ -695,6 +695,71 @@ def test_a_batch_takes_over_the_warm_up_still_judging_its_candidate(make_engine)
     assert engine.stats.tests_run == 3
 
 
+def taught_that_slow_ones_win(make_engine, run: Callable[[bytes], Outcome]) -> Engine:
+    """A two-job engine that judged five batches whose loser ended at once and whose winner
+    (a text with `!`) took 0.2 s: its odds favour a candidate running a while to win."""
+    engine = make_engine(run, jobs=2)
+    for lesson in range(5):
+        batch = [b"lose %d" % lesson, b"win %d!" % lesson]
+        assert engine.first_success(batch, smaller_than=100, label="t") == (1, batch[1])
+    return engine
+
+
+def slow_winners(text: bytes) -> float:
+    return 0.2 if b"!" in text else 0.0
+
+
+def test_while_a_slow_candidate_runs_a_free_job_tests_what_follows_its_win(make_engine):
+    """The batch's one candidate runs longer than the losers did: the idle job tests what
+    its caller says it tries next if it wins, so the next batch finds both verdicts known.
+    Without the bet, both tests ran in the next batch."""
+    recorder = Recorder(slow_winners)
+    engine = taught_that_slow_ones_win(make_engine, recorder)
+    found = engine.first_success(
+        [b"slow!"], smaller_than=100, label="t", after=lambda index: [b"next", b"then!"]
+    )
+    assert found == (0, b"slow!")
+    assert engine.stats.success_bets == 2
+    wait_idle(engine)
+    tests = engine.stats.tests_run
+    found = engine.first_success([b"next", b"then!"], smaller_than=100, label="t")
+    assert found == (1, b"then!")
+    assert engine.stats.tests_run == tests
+
+
+def test_the_bets_on_a_candidate_that_lost_are_abandoned(make_engine):
+    """The slow candidate loses after all: what was started on its win is killed and
+    leaves no verdict, and the batch does not wait for it."""
+    bet_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == b"bet":
+            bet_started.set()
+            run_until_abandoned()
+        if text == b"slow":
+            assert bet_started.wait(10), "no bet on the slow candidate"
+        return Recorder(slow_winners)(text)
+
+    engine = taught_that_slow_ones_win(make_engine, run)
+    started = time.monotonic()
+    found = engine.first_success(
+        [b"slow"], smaller_than=100, label="t", after=lambda index: [b"bet"]
+    )
+    assert found is None
+    wait_idle(engine)
+    assert time.monotonic() - started < 10
+    assert engine.cache.get(blob_id(b"bet")) is None
+
+
+def test_bets_never_change_the_answer(make_engine):
+    """A bet on the slow first candidate, which loses: the answer is still the first
+    winner in order, as at one job."""
+    engine = taught_that_slow_ones_win(make_engine, Recorder(lambda text: 0.2 * (b"slow" in text)))
+    batch = [b"slow", b"b!", b"c!"]
+    found = engine.first_success(batch, smaller_than=100, label="t", after=lambda i: [b"z!"])
+    assert found == (1, b"b!")
+
+
 def test_test_seconds_sum_every_tests_own_time_while_busy_seconds_count_overlap_once(
     make_engine,
 ):

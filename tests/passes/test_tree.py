@@ -262,7 +262,8 @@ def test_a_body_with_a_line_less_indented_than_itself_stays_wrapped():
 
 class LookaheadLog(Engine):
     """An engine that notes, for every batch, what was read from it, the start of its
-    lookahead, and whether it had a winner."""
+    lookahead, whether it had a winner, and the start of what its caller said it tries
+    after that winner."""
 
     def __init__(self, predicate: Predicate) -> None:
         def run_test(text: bytes) -> Outcome:
@@ -270,8 +271,9 @@ class LookaheadLog(Engine):
 
         super().__init__(run_test, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
         self.batches: list[tuple[list[bytes], list[bytes] | None, bool]] = []
+        self.after_winners: list[list[bytes] | None] = []
 
-    def first_judged(self, candidates, judge, *, label, lookahead=None):
+    def first_judged(self, candidates, judge, *, label, lookahead=None, after=None):
         read: list[bytes] = []
 
         def reading():
@@ -284,6 +286,10 @@ class LookaheadLog(Engine):
             ahead = [bytes(text) for text in itertools.islice(lookahead(), 12)]
         found = super().first_judged(reading(), judge, label=label)
         self.batches.append((read, ahead, found is not None))
+        following = None
+        if found is not None and after is not None:
+            following = [bytes(text) for text in itertools.islice(after(found[0]), 12)]
+        self.after_winners.append(following)
         return found
 
 
@@ -343,6 +349,34 @@ def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language
         assert following[:length] == ahead[:length], position
         compared += length
     assert compared >= 50, compared
+
+
+@pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
+def test_what_a_sweep_says_follows_a_winner_is_what_it_reads_next(language):
+    """At one job, after every batch of the tree pass with a winner, the candidates read
+    next begin with what the batch's caller said it tries after that winner, byte for
+    byte: so a bet on a winner still running, at two jobs, tests what is asked next."""
+    program = LOOKAHEAD_PROGRAMS[language]
+    syntax = Syntax(grammars.load(language), program)
+
+    def keeps_the_bug(text: bytes) -> bool:
+        return parses_cleanly(language, text) and b"h(" in text and b"g(" in text
+
+    engine = LookaheadLog(keeps_the_bug)
+    current = Current(program, engine, syntax)
+    try:
+        reduce_program(current)
+    finally:
+        engine.close()
+    compared = 0
+    for position, following in enumerate(engine.after_winners):
+        if not following:
+            continue
+        read, _, _ = engine.batches[position + 1]
+        length = min(len(following), len(read))
+        assert read[:length] == following[:length], position
+        compared += length
+    assert compared >= 10, compared
 
 
 NESTING = 400
