@@ -249,8 +249,9 @@ def first_then_delete_units(
         offered, leading = leading, ()
 
         def after(index: int) -> Iterator[bytes]:
-            following = plan.after(index - len(offered)) if index >= len(offered) else None
-            return iter(()) if following is None else (render(subset) for subset in following)
+            if index < len(offered):
+                return iter(())  # what the caller does after one of `first` is its own
+            return (render(subset) for subset in plan.after(index - len(offered)))
 
         found = current.try_candidates(
             itertools.chain(

@@ -97,12 +97,12 @@ class Plan(Iterator[Subset]):
             pass
         return self._steps[-1] if self._steps else None
 
-    def after(self, index: int) -> Plan | None:
-        """What ddmin reads next if the `index`-th subset is the first success; None when
-        ddmin then ends (the empty set, or nothing left to remove)."""
+    def after(self, index: int) -> Iterator[Subset]:
+        """What ddmin reads next if the `index`-th subset is the first success; nothing
+        when ddmin then ends (the empty set won, or nothing is left to remove)."""
         step = self._steps[index]
         if step is None or not step.kept:
-            return None
+            return iter(())
         return Plan(*_resumed(step), empty=False, one_batch=self._one_batch)
 
 

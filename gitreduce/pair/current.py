@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gitreduce.core import tickets
 from gitreduce.core.current import Current, syntax_gate
-from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.ddmin import Plan, Subset, ddmin
 from gitreduce.core.engine import Engine
 from gitreduce.core.judges import Accepts, AfterSuccess, Lookahead, Precheck
 from gitreduce.core.outcome import Outcome
@@ -285,15 +285,27 @@ class PairCurrent:
             self._on_change(self)
 
     def try_states(
-        self, states: Iterable[PairState], parent: PairState | None = None
+        self,
+        states: Iterable[PairState],
+        parent: PairState | None = None,
+        after: AfterSuccess[PairState] | None = None,
     ) -> int | None:
         """Index of the first state whose pair keeps both properties; it becomes current.
 
-        `parent` is the state they were derived from, if not the current one.
+        `parent` is the state they were derived from, if not the current one; `after`,
+        what the caller tries next if a given one wins (`Engine.first_judged`).
         """
         judge = self.judge(measure(self.state), parent)
+
+        def rendered_after(index: int) -> Iterator[PairCandidate]:
+            assert after is not None
+            return (render(state) for state in after(index))
+
         found = self.engine.first_judged(
-            (render(state) for state in states), judge, label=self.label
+            (render(state) for state in states),
+            judge,
+            label=self.label,
+            after=None if after is None else rendered_after,
         )
         if found is None:
             return None
@@ -340,14 +352,14 @@ class PairCurrent:
             return False
         base = self.state
 
-        def first_success(subsets: Iterable[Subset]) -> int | None:
-            def states() -> Iterator[PairState]:
-                for subset in subsets:
-                    keep = set(subset)
-                    removed = [i for u, unit in enumerate(units) if u not in keep for i in unit]
-                    yield derive(base, removed)
+        def states(subsets: Iterable[Subset]) -> Iterator[PairState]:
+            for subset in subsets:
+                keep = set(subset)
+                removed = [i for u, unit in enumerate(units) if u not in keep for i in unit]
+                yield derive(base, removed)
 
-            return self.try_states(states(), base)
+        def first_success(plan: Plan) -> int | None:
+            return self.try_states(states(plan), base, lambda index: states(plan.after(index)))
 
         before = measure(base)
         ddmin(tuple(range(len(units))), first_success, try_empty=try_empty)

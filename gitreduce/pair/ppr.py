@@ -19,12 +19,12 @@ deletion ever shifts, so pending work survives every accepted candidate.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from gitreduce.core import edits, tickets
 from gitreduce.core.current import Current
-from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.ddmin import Plan, Subset, ddmin
 from gitreduce.core.pass_runner import Pass, run_pass
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax
@@ -161,14 +161,12 @@ def min_ldiff(current: PairCurrent) -> bool:
     base = current.state
     before = measure(base)
 
-    def first_success(subsets: Iterable[Subset]) -> int | None:
-        return current.try_states(
-            (
-                base.with_hunks({applied[i] for i in subset} | (base.applied - live))
-                for subset in subsets
-            ),
-            base,
-        )
+    def states(subsets: Iterable[Subset]) -> Iterator[PairState]:
+        for subset in subsets:
+            yield base.with_hunks({applied[i] for i in subset} | (base.applied - live))
+
+    def first_success(plan: Plan) -> int | None:
+        return current.try_states(states(plan), base, lambda index: states(plan.after(index)))
 
     ddmin(tuple(range(len(applied))), first_success, try_empty=False)
     return measure(current.state) < before

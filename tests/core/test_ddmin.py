@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitreduce.core.ddmin import Subset, ddmin
+from gitreduce.core.ddmin import Plan, Subset, ddmin
 
 Predicate = Callable[[Subset], bool]
 
@@ -127,6 +127,40 @@ def test_deterministic(units, seed):
     first, second = Oracle(predicate), Oracle(predicate)
     assert ddmin(units, first) == ddmin(units, second)
     assert first.batches == second.batches
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 100), unique=True, min_size=1, max_size=25).map(tuple),
+    st.integers(0, 2**32),
+    st.integers(2, 5),
+    st.booleans(),
+    st.booleans(),
+)
+def test_what_a_plan_says_follows_a_success_is_what_ddmin_reads_next(
+    units, seed, density, empty, ahead
+):
+    """On any predicate, after each batch with a winner, the next batch reads exactly what
+    `Plan.after` gave for that winner, in order, as far as it reads; after the last batch
+    with a winner, ddmin reads nothing more when `after` gives nothing."""
+    predicate = random_predicate(seed, units, density)
+    oracle = Oracle(predicate)
+    promised: list[list[Subset] | None] = []
+
+    def first_success(plan: Plan) -> int | None:
+        winner = oracle(plan)
+        promised.append(None if winner is None else list(plan.after(winner)))
+        return winner
+
+    ddmin(units, first_success, try_empty=empty, ahead=ahead)
+    for position, following in enumerate(promised):
+        if following is None:
+            continue
+        if position + 1 == len(promised):
+            assert following == []
+            continue
+        read = oracle.batches[position + 1]
+        assert read == following[: len(read)]
 
 
 @settings(max_examples=100, deadline=None)
