@@ -695,6 +695,45 @@ def test_a_batch_takes_over_the_warm_up_still_judging_its_candidate(make_engine)
     assert engine.stats.tests_run == 3
 
 
+def test_a_job_that_refuses_goes_on_with_the_next_candidate_itself(make_engine):
+    """At one job, a batch of refusals is judged by one worker one after another: each
+    next candidate was queued while the test before it ran, and the job that refused
+    took it at once, not the batch's main thread after waking (one hand-off to the pool
+    for the whole batch, not one per candidate). Each test still starts only after the
+    one before it ended, and in order."""
+    recorder = Recorder(lambda text: 0.02)
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()  # as the oracle says once it has spawned the test
+        return recorder(text)
+
+    engine = make_engine(run, jobs=1)
+    handed_off = []
+    submit = engine._executor.submit
+
+    def counted(*args, **kwargs):
+        handed_off.append(args)
+        return submit(*args, **kwargs)
+
+    engine._executor.submit = counted
+    batch = [b"a", b"b", b"c", b"d", b"e!", b"f"]
+    assert engine.first_success(batch, smaller_than=100, label="t") == (4, b"e!")
+    assert recorder.started == batch[:5]
+    assert recorder.max_running == 1
+    assert len(handed_off) == 1
+
+
+def test_a_winners_job_does_not_go_on_with_what_was_queued_after_it(make_engine):
+    """The job whose candidate wins leaves the queue alone: at one job nothing past the
+    winner is ever tested, as before."""
+    recorder = Recorder(lambda text: 0.05)
+    engine = make_engine(recorder, jobs=1)
+    assert engine.first_success([b"a!", b"b", b"c"], smaller_than=100, label="t") == (0, b"a!")
+    wait_idle(engine)
+    time.sleep(0.1)
+    assert recorder.started == [b"a!"]
+
+
 def taught_that_slow_ones_win(make_engine, run: Callable[[bytes], Outcome]) -> Engine:
     """A two-job engine that judged five batches whose loser ended at once and whose winner
     (a text with `!`) took 0.2 s: its odds favour a candidate running a while to win."""
