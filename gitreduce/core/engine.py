@@ -398,7 +398,7 @@ class Engine:
             with tickets.holding(ticket):
                 return judge.full(candidate)
 
-        job = Job(labelled, ticket)
+        job = self._job(labelled, ticket)
         with self._lock:
             if queued:
                 self._queued.append(job)
@@ -436,7 +436,7 @@ class Engine:
             finally:
                 ticket.end()
 
-        job = Job(labelled, ticket)
+        job = self._job(labelled, ticket)
         # checked and taken under one lock: workers ask too, and two must not take one job
         with self._lock:
             if self._batch_open:
@@ -447,6 +447,13 @@ class Engine:
             self._start_locked(job)
         return ticket
 
+    def _job(self, work: Callable[[], bool], ticket: tickets.Ticket) -> Job:
+        """A job of this engine, not begun: once begun, its end frees its place (the
+        callback is added here, outside the lock it takes, while nothing can run it)."""
+        job = Job(work, ticket)
+        job.future.add_done_callback(self._job_done)
+        return job
+
     def _start_locked(self, job: Job) -> None:
         self._begin_locked(job)
         self._executor.submit(self._work, job)
@@ -454,7 +461,6 @@ class Engine:
     def _begin_locked(self, job: Job) -> None:
         job.started = time.monotonic()
         self._jobs_in_flight.add(job.future)
-        job.future.add_done_callback(self._job_done)
 
     def _work(self, job: Job | None) -> None:
         """Run `job` in this worker; then, if its answer was a refusal, the batch's next
@@ -480,11 +486,13 @@ class Engine:
             job.ended = time.monotonic()
             job.ticket.under_way()  # decided, maybe by no test at all: nobody waits for one
             following = None
-            if not answer:
-                with self._lock:
-                    if not self._bet_preferred_locked(job):
-                        following = self._next_queued_locked()
-            job.future.set_result(answer)
+            try:
+                if not answer:
+                    with self._lock:
+                        if not self._bet_preferred_locked(job):
+                            following = self._next_queued_locked()
+            finally:
+                job.future.set_result(answer)  # whatever happens, its reader hears of it
             job = following
 
     def _bet_preferred_locked(self, ended: Job) -> bool:
