@@ -588,25 +588,26 @@ class Engine:
     def _bet_worth_making(self, bet: _Bet | None, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
         running), more likely wins than loses and has something left to bet on."""
-        if (
-            job is None
-            or not job.started
-            or (bet is not None and bet.index == index and bet.exhausted)
-        ):
-            return False
-        return self._odds.favour_success(time.monotonic() - job.started)
+        elapsed = self._running_for(bet, index, job)
+        return elapsed is not None and self._odds.favour_success(elapsed)
 
     def _when_to_bet(self, bet: _Bet | None, index: int, job: Job | None) -> float | None:
         """When, if it is still running then, the oldest candidate `index` (judged by
         `job`) becomes the better bet to win; None if it will not."""
+        elapsed = self._running_for(bet, index, job)
+        turn = None if elapsed is None else self._odds.when_success_favoured(elapsed)
+        return None if turn is None or job is None else job.started + turn
+
+    def _running_for(self, bet: _Bet | None, index: int, job: Job | None) -> float | None:
+        """How long `job`, judging the batch's oldest candidate `index`, has run; None when
+        it is not running or everything to bet on after it was read (`bet`)."""
         if (
             job is None
             or not job.started
             or (bet is not None and bet.index == index and bet.exhausted)
         ):
             return None
-        turn = self._odds.when_success_favoured(time.monotonic() - job.started)
-        return None if turn is None else job.started + turn
+        return time.monotonic() - job.started
 
     def _claim_warm_up(self, candidate: object) -> Job | None:
         """The warm-up judging `candidate`, taken over by the batch that now asks for it.
