@@ -319,11 +319,9 @@ def main():
 }
 
 
-@pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
-def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language):
-    """At one job, after every batch of the tree pass that took nothing, the candidates
-    read next (until one is taken) begin with its lookahead, byte for byte: so a warm-up
-    at two jobs tests what the next batch asks for."""
+def replayed(language: str) -> LookaheadLog:
+    """A whole reduction of the language's lookahead program at one job, logged; the test
+    wants the calls of `h` and `g` kept."""
     program = LOOKAHEAD_PROGRAMS[language]
     syntax = Syntax(grammars.load(language), program)
 
@@ -331,11 +329,19 @@ def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language
         return parses_cleanly(language, text) and b"h(" in text and b"g(" in text
 
     engine = LookaheadLog(keeps_the_bug)
-    current = Current(program, engine, syntax)
     try:
-        reduce_program(current)
+        reduce_program(Current(program, engine, syntax))
     finally:
         engine.close()
+    return engine
+
+
+@pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
+def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language):
+    """At one job, after every batch of the tree pass that took nothing, the candidates
+    read next (until one is taken) begin with its lookahead, byte for byte: so a warm-up
+    at two jobs tests what the next batch asks for."""
+    engine = replayed(language)
     compared = 0
     for position, (_, ahead, won) in enumerate(engine.batches):
         if ahead is None or won:
@@ -356,18 +362,7 @@ def test_what_a_sweep_says_follows_a_winner_is_what_it_reads_next(language):
     """At one job, after every batch of the tree pass with a winner, the candidates read
     next begin with what the batch's caller said it tries after that winner, byte for
     byte: so a bet on a winner still running, at two jobs, tests what is asked next."""
-    program = LOOKAHEAD_PROGRAMS[language]
-    syntax = Syntax(grammars.load(language), program)
-
-    def keeps_the_bug(text: bytes) -> bool:
-        return parses_cleanly(language, text) and b"h(" in text and b"g(" in text
-
-    engine = LookaheadLog(keeps_the_bug)
-    current = Current(program, engine, syntax)
-    try:
-        reduce_program(current)
-    finally:
-        engine.close()
+    engine = replayed(language)
     compared = 0
     for position, following in enumerate(engine.after_winners):
         if not following:
