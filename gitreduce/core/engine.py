@@ -33,12 +33,12 @@ While every job is busy, the batch's main thread reads its next candidates
 through the cheap checks, so a job that comes free starts the next test at
 once, not after that candidate's render and parse. The one it finds is
 queued: the first job to end with a refusal goes on with it in its own
-thread, without waking the main thread first (`_work`).
+thread, without waking the main thread first (`core/jobs.py`).
 
 A batch's main thread waits on its own judgements, yet a job can come free
 while none of them ends: a judgement starts waiting on another's identical
 test, a warm-up or a test beside another ends, `set_jobs` widens the engine.
-Each of these wakes it (`_job_freed`), so the next candidate starts at once
+Each of these wakes it (`Jobs.watch_for_free`), so the next candidate starts at once
 rather than when one of the batch's own judgements happens to end.
 
 Cached verdicts carry their provenance (`Outcome.local`). A verdict this
@@ -56,13 +56,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
+from gitreduce.core.jobs import Job, Jobs
 from gitreduce.core.judges import Accepts, AfterSuccess, Judge, Lookahead, Precheck, TextJudge
 from gitreduce.core.keys import candidate_key
 from gitreduce.core.odds import Odds
@@ -85,23 +86,6 @@ _HAND_OVER_SECONDS = 0.1
 # The most tests `set_jobs` lets one engine have in flight (its pool's threads start
 # only as they are needed).
 MAX_JOBS = 256
-
-
-@dataclass(eq=False)
-class Job:
-    """One judgement: its work, its future, the ticket that lets the engine give it up, and
-    when it started and (once its work returned) ended."""
-
-    work: Callable[[], bool]
-    ticket: tickets.Ticket
-    future: Future[bool] = field(default_factory=Future)
-    started: float = 0.0  # 0 while queued
-    ended: float = 0.0
-
-    @property
-    def seconds(self) -> float:
-        """How long the judgement took, once it is done."""
-        return self.ended - self.started
 
 
 @dataclass(frozen=True)
@@ -151,29 +135,24 @@ class Engine:
         self.stats = Stats()
         self.skipped_passes = frozenset(skipped_passes)
         self._context = threading.local()
-        self._executor = ThreadPoolExecutor(max_workers=MAX_JOBS, thread_name_prefix="oracle")
         self._lock = threading.Lock()
-        self._jobs_in_flight: set[Future[bool]] = set()
+        self._jobs = Jobs(self._lock, MAX_JOBS, lambda job: not self._bet_preferred_locked(job))
         self._tests_in_flight: dict[str, threading.Event] = {}
         self._syntax_rejects: set[str] = set()
         self._warm_ups: list[WarmUp] = []
         self._odds = Odds()
-        self._waiting = 0  # judgements blocked on an identical test another one runs
         # whether a batch may still start candidates, and the tests waiting till it does not
         self._batch_open = False
         self._offers: deque[Job] = deque()
-        # a batch's next judgements, for the first job that ends with a refusal to go on with
-        self._queued: deque[Job] = deque()
         # the running candidate the batch would bet on, while its caller says what follows
         self._bet_target: Job | None = None
-        self._job_freed: Future[None] = Future()  # set when a job may have come free
         self._running = 0
         self._busy_since = 0.0
         self._stopped = False
         self._foreign_trusted = True  # until a confirmation contradicts a foreign verdict
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._jobs.close()
 
     def set_jobs(self, jobs: int) -> None:
         """Run up to `jobs` tests at once from the next candidate on; safe from any thread.
@@ -188,7 +167,7 @@ class Engine:
             self._on_jobs(jobs)
         self.jobs = jobs
         with self._lock:
-            self._free_a_job_locked()
+            self._jobs.free_locked()
 
     def stop(self) -> None:
         """Make the main thread raise `Interrupted` at its next step; safe from any thread.
@@ -221,18 +200,6 @@ class Engine:
             done, _ = wait(awaited, timeout=timeout, return_when=FIRST_COMPLETED)
             if done or (until is not None and time.monotonic() >= until):
                 return
-
-    def _watch_for_free_jobs(self) -> Future[None]:
-        """A future set once a job may have come free from now on: the main thread takes
-        it before it counts busy jobs, so a job freed after the count still wakes it."""
-        with self._lock:
-            if self._job_freed.done():
-                self._job_freed = Future()
-            return self._job_freed
-
-    def _free_a_job_locked(self) -> None:
-        if not self._job_freed.done():
-            self._job_freed.set_result(None)
 
     def recall(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
         """A verdict already known for `text` that may decide it, counted as a cache hit.
@@ -313,14 +280,13 @@ class Engine:
                 if running is None:
                     self._tests_in_flight[key] = threading.Event()
                     break
-                self._waiting += 1
-                self._free_a_job_locked()
+                self._jobs.wait_begins_locked()
             tickets.test_under_way()  # another judgement's test, but running: nothing to start
             try:
                 running.wait()
             finally:
                 with self._lock:
-                    self._waiting -= 1
+                    self._jobs.wait_ends_locked()
         try:
             fresh = self._timed_run(key, text)
         finally:
@@ -380,7 +346,7 @@ class Engine:
             self._context.label = label
             return self.outcome(text)
 
-        future = self._executor.submit(labelled)
+        future = self._jobs.run(labelled)
         self._wait_any([future])
         return future.result()
 
@@ -398,12 +364,12 @@ class Engine:
             with tickets.holding(ticket):
                 return judge.full(candidate)
 
-        job = self._job(labelled, ticket)
+        job = self._jobs.make(labelled, ticket)
         with self._lock:
             if queued:
-                self._queued.append(job)
+                self._jobs.queue_locked(job)
             else:
-                self._start_locked(job)
+                self._jobs.start_locked(job)
         return job
 
     def test_beside(self, text: bytes, accepts: Accepts) -> tickets.Ticket | None:
@@ -436,64 +402,16 @@ class Engine:
             finally:
                 ticket.end()
 
-        job = self._job(labelled, ticket)
+        job = self._jobs.make(labelled, ticket)
         # checked and taken under one lock: workers ask too, and two must not take one job
         with self._lock:
             if self._batch_open:
                 self._offers.append(job)
                 return ticket
-            if self._busy_locked() >= self.jobs:
+            if self._jobs.busy_locked() >= self.jobs:
                 return None
-            self._start_locked(job)
+            self._jobs.start_locked(job)
         return ticket
-
-    def _job(self, work: Callable[[], bool], ticket: tickets.Ticket) -> Job:
-        """A job of this engine, not begun: once begun, its end frees its place (the
-        callback is added here, outside the lock it takes, while nothing can run it)."""
-        job = Job(work, ticket)
-        job.future.add_done_callback(self._job_done)
-        return job
-
-    def _start_locked(self, job: Job) -> None:
-        self._begin_locked(job)
-        self._executor.submit(self._work, job)
-
-    def _begin_locked(self, job: Job) -> None:
-        job.started = time.monotonic()
-        self._jobs_in_flight.add(job.future)
-
-    def _work(self, job: Job | None) -> None:
-        """Run `job` in this worker; then, if its answer was a refusal, the batch's next
-        queued judgement, and so on.
-
-        A refusal ends no batch, so the judgement the batch's main thread queued
-        next is what it would start in this job anyway: going on with it here
-        spares the round trip through the main thread (its wake-up, the pool's
-        hand-off: about 0.16 ms of a 0.32-ms gap between two tests, measured at
-        one job). The next one is taken before this one's answer is published,
-        so the count of busy jobs never dips. An answer that accepts may end the
-        batch, and what was queued after it is then past the winner: the main
-        thread decides.
-        """
-        while job is not None:
-            try:
-                answer = job.work()
-            except BaseException as error:  # the judgement's own failure, for its reader
-                job.ended = time.monotonic()
-                job.ticket.under_way()
-                job.future.set_exception(error)
-                return
-            job.ended = time.monotonic()
-            job.ticket.under_way()  # decided, maybe by no test at all: nobody waits for one
-            following = None
-            try:
-                if not answer:
-                    with self._lock:
-                        if not self._bet_preferred_locked(job):
-                            following = self._next_queued_locked()
-            finally:
-                job.future.set_result(answer)  # whatever happens, its reader hears of it
-            job = following
 
     def _bet_preferred_locked(self, ended: Job) -> bool:
         """Whether the batch's oldest candidate, running in another job than `ended`, is now
@@ -504,46 +422,15 @@ class Engine:
             return False
         return self._odds.favour_success(time.monotonic() - target.started)
 
-    def _next_queued_locked(self) -> Job | None:
-        """The oldest queued judgement not given up, begun; None if there is none."""
-        while self._queued:
-            job = self._queued.popleft()
-            if not job.ticket.abandoned:
-                self._begin_locked(job)
-                return job
-        return None
-
-    def _start_queued(self) -> bool:
-        """Start, in a new job, a queued judgement no ending job took; whether there was one."""
-        with self._lock:
-            job = self._next_queued_locked()
-            if job is None:
-                return False
-            self._executor.submit(self._work, job)
-            return True
-
     def _close_batch(self) -> None:
         """The batch has nothing left to start before the offers: idle jobs take the offers
         waiting (tests beside a judgement's first), and later ones start at once."""
         with self._lock:
             self._batch_open = False
-            while self._offers and self._busy_locked() < self.jobs:
+            while self._offers and self._jobs.busy_locked() < self.jobs:
                 job = self._offers.popleft()
                 if not job.ticket.abandoned:
-                    self._start_locked(job)
-
-    def _job_done(self, future: Future[bool]) -> None:
-        with self._lock:
-            self._jobs_in_flight.discard(future)
-            self._free_a_job_locked()
-
-    def _busy(self) -> int:
-        """Jobs running a test: a judgement waiting on another's identical test holds none."""
-        with self._lock:
-            return self._busy_locked()
-
-    def _busy_locked(self) -> int:
-        return len(self._jobs_in_flight) - self._waiting
+                    self._jobs.start_locked(job)
 
     def _warm_up(self, lookahead: Iterator[C], judge: Judge[C], label: str) -> None:
         """Judge what `lookahead` yields while jobs are idle, for the cache only.
@@ -554,7 +441,7 @@ class Engine:
         """
         self._warm_ups = [warm for warm in self._warm_ups if not warm.job.future.done()]
         for _ in range(_WARM_UP_READS * self.jobs):
-            if self._busy() >= self.jobs:
+            if self._jobs.busy() >= self.jobs:
                 return
             candidate = next(lookahead, None)
             if candidate is None:
@@ -702,7 +589,7 @@ class Engine:
                 with self._lock:
                     self._batch_open = False
                     self._offers.clear()  # their judgements were answered or given up
-                    self._queued.clear()  # given up with the batch's other judgements
+                    self._jobs.clear_queue_locked()  # given up with the batch's other judgements
                     self._bet_target = None
                 self._settle_warm_ups(None if found is None else found[0])
         if found is not None:
@@ -768,9 +655,9 @@ class Engine:
                 held.pop(next_to_resolve, None)
                 next_to_resolve += 1
             self._check()  # after an answer already known: it still improves the best result
-            job_freed = self._watch_for_free_jobs()
+            job_freed = self._jobs.watch_for_free()
             started: list[Job] = []
-            while self._busy() < self.jobs:
+            while self._jobs.busy() < self.jobs:
                 oldest = running.get(next_to_resolve)
                 if after is not None and self._bet_worth_making(bet, next_to_resolve, oldest):
                     if bet is None or bet.index != next_to_resolve:
@@ -779,7 +666,7 @@ class Engine:
                     if placed is not None:
                         started.append(placed)
                         continue
-                if self._queued and self._start_queued():
+                if self._jobs.queued and self._jobs.start_queued():
                     continue  # queued earlier than anything ready, and no ending job took it
                 if ready:
                     index = ready.popleft()
@@ -817,7 +704,7 @@ class Engine:
                     break
                 pull(reading_ahead=True)
             # and the one found waits, queued, for the first job to end with a refusal
-            if ready and len(self._queued) < self.jobs and self._busy() >= self.jobs:
+            if ready and self._jobs.queued < self.jobs and self._jobs.busy() >= self.jobs:
                 index = ready[0]
                 if earliest_success is None or index < earliest_success:
                     ready.popleft()
@@ -835,8 +722,7 @@ class Engine:
             if not running:
                 if not ready and (exhausted or earliest_success is not None):
                     return None
-                with self._lock:
-                    orphans = list(self._jobs_in_flight)
+                orphans = self._jobs.in_flight()
                 if orphans:
                     self._wait_any(orphans, job_freed)
                 continue
@@ -849,7 +735,7 @@ class Engine:
                 self._bet_target = running.get(next_to_resolve)
             # with a job free, wake when the oldest candidate turns into the better bet
             until = None
-            if after is not None and self._busy() < self.jobs:
+            if after is not None and self._jobs.busy() < self.jobs:
                 until = self._when_to_bet(bet, next_to_resolve, running.get(next_to_resolve))
             self._wait_any([job.future for job in running.values()], job_freed, until)
             for index in [index for index, job in running.items() if job.future.done()]:

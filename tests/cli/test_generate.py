@@ -240,7 +240,7 @@ def test_no_test_starts_behind_a_candidate_known_to_be_interesting() -> None:
         keep_c, keep_ab = frozenset(units[:2]), frozenset(units[2:])
         assert searcher.first_success(original, [keep_c, keep_ab]) == 0
     finally:
-        engine._executor.shutdown(wait=True)  # let the speculative candidate finish
+        engine._jobs.close(wait=True)  # let the speculative candidate finish
     assert searcher.current.output == b"c\n"
     assert tested == []
 

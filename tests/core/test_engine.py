@@ -196,7 +196,7 @@ def test_speculation_past_the_winner_is_abandoned_and_not_cached(make_engine):
     started = time.monotonic()
     assert engine.first_success(candidates, smaller_than=100, label="test") == (0, b"w!")
     # each abandoned judgement ends at once: stopped inside its run, or before it started one
-    while engine._busy() and time.monotonic() - started < 30:
+    while engine._jobs.busy() and time.monotonic() - started < 30:
         time.sleep(0.01)
     assert time.monotonic() - started < 10
     assert finished == [b"w!"]
@@ -229,7 +229,7 @@ def test_a_batch_its_candidates_stop_gives_up_the_judgements_in_flight(make_engi
     started = time.monotonic()
     with pytest.raises(_Stopped):
         engine.first_success(candidates(), smaller_than=100, label="test")
-    while engine._busy() and time.monotonic() - started < 30:
+    while engine._jobs.busy() and time.monotonic() - started < 30:
         time.sleep(0.01)
     assert time.monotonic() - started < 10
     assert engine.cache.get(blob_id(b"slow")) is None
@@ -523,7 +523,7 @@ def test_set_jobs_widens_a_running_engine_and_tells_the_runner():
 
 def wait_idle(engine: Engine) -> None:
     deadline = time.monotonic() + 10
-    while engine._busy() and time.monotonic() < deadline:
+    while engine._jobs.busy() and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -709,13 +709,13 @@ def test_a_job_that_refuses_goes_on_with_the_next_candidate_itself(make_engine):
 
     engine = make_engine(run, jobs=1)
     handed_off = []
-    submit = engine._executor.submit
+    submit = engine._jobs._pool.submit
 
     def counted(*args, **kwargs):
         handed_off.append(args)
         return submit(*args, **kwargs)
 
-    engine._executor.submit = counted
+    engine._jobs._pool.submit = counted
     batch = [b"a", b"b", b"c", b"d", b"e!", b"f"]
     assert engine.first_success(batch, smaller_than=100, label="t") == (4, b"e!")
     assert recorder.started == batch[:5]

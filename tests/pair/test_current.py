@@ -51,7 +51,7 @@ def judged(engines, run, pairs: list[tuple[bytes, bytes]], jobs: int):
 
 def settle(engine: Engine) -> None:
     deadline = time.monotonic() + 10
-    while engine._busy() and time.monotonic() < deadline:
+    while engine._jobs.busy() and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
