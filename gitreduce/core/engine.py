@@ -10,20 +10,12 @@ Runs of candidates past the answer are abandoned (`core/tickets.py`): the
 oracle kills them and nothing is cached for them, so the next batch gets
 their slots at once. Runs of candidates before it are awaited.
 
-A batch whose every candidate is in flight leaves a job idle until they
-end. Given a `lookahead` (what the caller will ask next if none of them
-wins), the engine judges those candidates meanwhile: warm-ups whose
-verdicts only fill the cache, so the next batch finds them known, or
-takes over the judgement still running (elsewhere, a judgement waiting on
-another's identical test holds no job).
-Once a batch has a winner, the warm-ups were derived from the text it
-replaced and are abandoned like any speculation past a winner.
-
-Given `after` (what the caller asks next if a given candidate wins), a job
-that comes free while the batch's oldest candidate has run long enough to
-more likely win than lose (`core/odds.py`) warms up what follows that win
-instead of testing the candidates past it. Should it win, those warm-ups
-are the next batch's; should it lose, they are abandoned.
+Jobs nobody needs for a batch's answer judge, for the cache only, what the
+caller asks next: if no candidate wins (its `lookahead`: warm-ups, once every
+candidate is in flight) or if the oldest one, still running and more likely
+winning than losing, wins (`after`: bets). The next batch finds their
+verdicts known or takes their judgements over; what a batch's answer makes
+stale is abandoned (`core/speculation.py`).
 
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
@@ -38,8 +30,8 @@ thread, without waking the main thread first (`core/jobs.py`).
 A batch's main thread waits on its own judgements, yet a job can come free
 while none of them ends: a judgement starts waiting on another's identical
 test, a warm-up or a test beside another ends, `set_jobs` widens the engine.
-Each of these wakes it (`Jobs.watch_for_free`), so the next candidate starts at once
-rather than when one of the batch's own judgements happens to end.
+Each of these wakes it (`Jobs.watch_for_free`), so the next candidate starts
+at once rather than when one of the batch's own judgements happens to end.
 
 Cached verdicts carry their provenance (`Outcome.local`). A verdict this
 repository's own runs produced decides a candidate either way. A foreign one
@@ -58,7 +50,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gitreduce.core import tickets
@@ -66,8 +57,8 @@ from gitreduce.core.errors import Interrupted
 from gitreduce.core.jobs import Job, Jobs
 from gitreduce.core.judges import Accepts, AfterSuccess, Judge, Lookahead, Precheck, TextJudge
 from gitreduce.core.keys import candidate_key
-from gitreduce.core.odds import Odds
 from gitreduce.core.outcome import MemoryCache, Outcome, VerdictCache
+from gitreduce.core.speculation import Bet, Speculation
 from gitreduce.core.stats import Stats
 
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
@@ -86,27 +77,6 @@ _HAND_OVER_SECONDS = 0.1
 # The most tests `set_jobs` lets one engine have in flight (its pool's threads start
 # only as they are needed).
 MAX_JOBS = 256
-
-
-@dataclass(frozen=True)
-class WarmUp:
-    """A judgement run for the cache ahead of the batch that will ask for it: the
-    candidate, its job, and the candidate of the running batch whose success it
-    assumes (None: that no candidate of it wins)."""
-
-    candidate: object
-    job: Job
-    assumes: int | None = None
-
-
-@dataclass
-class _Bet:
-    """Speculation on one running candidate's success: its index in the batch and what its
-    caller tries next if it wins, read as jobs come free."""
-
-    index: int
-    following: Iterator[object]
-    exhausted: bool = False
 
 
 ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
@@ -136,16 +106,15 @@ class Engine:
         self.skipped_passes = frozenset(skipped_passes)
         self._context = threading.local()
         self._lock = threading.Lock()
-        self._jobs = Jobs(self._lock, MAX_JOBS, lambda job: not self._bet_preferred_locked(job))
+        self._speculation = Speculation()
+        self._jobs = Jobs(
+            self._lock, MAX_JOBS, lambda job: not self._speculation.bet_preferred_locked(job)
+        )
         self._tests_in_flight: dict[str, threading.Event] = {}
         self._syntax_rejects: set[str] = set()
-        self._warm_ups: list[WarmUp] = []
-        self._odds = Odds()
         # whether a batch may still start candidates, and the tests waiting till it does not
         self._batch_open = False
         self._offers: deque[Job] = deque()
-        # the running candidate the batch would bet on, while its caller says what follows
-        self._bet_target: Job | None = None
         self._running = 0
         self._busy_since = 0.0
         self._stopped = False
@@ -413,15 +382,6 @@ class Engine:
             self._jobs.start_locked(job)
         return ticket
 
-    def _bet_preferred_locked(self, ended: Job) -> bool:
-        """Whether the batch's oldest candidate, running in another job than `ended`, is now
-        the better bet to win: the free job is then the main thread's to bet with, and the
-        queue waits."""
-        target = self._bet_target
-        if target is None or target is ended or not target.started or target.future.done():
-            return False
-        return self._odds.favour_success(time.monotonic() - target.started)
-
     def _close_batch(self) -> None:
         """The batch has nothing left to start before the offers: idle jobs take the offers
         waiting (tests beside a judgement's first), and later ones start at once."""
@@ -439,7 +399,7 @@ class Engine:
         worth of them is read per call: the main thread renders and parses
         them while the last tests run, and must not wander far ahead.
         """
-        self._warm_ups = [warm for warm in self._warm_ups if not warm.job.future.done()]
+        self._speculation.forget_ended()
         for _ in range(_WARM_UP_READS * self.jobs):
             if self._jobs.busy() >= self.jobs:
                 return
@@ -447,9 +407,9 @@ class Engine:
             if candidate is None:
                 return
             if judge.quick(candidate) is None:
-                self._warm_ups.append(WarmUp(candidate, self._submit(judge, candidate, label)))
+                self._speculation.add(candidate, self._submit(judge, candidate, label))
 
-    def _bet_on_success(self, bet: _Bet, judge: Judge[C], label: str) -> Job | None:
+    def _bet_on_success(self, bet: Bet, judge: Judge[C], label: str) -> Job | None:
         """Start a judgement of the next candidate `bet` says its caller tries after the
         winner it assumes, for the cache; None when the reads allowed found none to start.
 
@@ -465,69 +425,12 @@ class Engine:
                 verdict = judge.quick(candidate)
             finally:
                 self._context.reading_ahead = False
-            if verdict is None and all(warm.candidate != candidate for warm in self._warm_ups):
+            if verdict is None and not self._speculation.running(candidate):
                 job = self._submit(judge, candidate, label)
-                self._warm_ups.append(WarmUp(candidate, job, bet.index))
+                self._speculation.add(candidate, job, bet.index)
                 self.stats.success_bets += 1
                 return job
         return None
-
-    def _bet_worth_making(self, bet: _Bet | None, index: int, job: Job | None) -> bool:
-        """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
-        running), more likely wins than loses and has something left to bet on."""
-        elapsed = self._running_for(bet, index, job)
-        return elapsed is not None and self._odds.favour_success(elapsed)
-
-    def _when_to_bet(self, bet: _Bet | None, index: int, job: Job | None) -> float | None:
-        """When, if it is still running then, the oldest candidate `index` (judged by
-        `job`) becomes the better bet to win; None if it will not."""
-        elapsed = self._running_for(bet, index, job)
-        turn = None if elapsed is None else self._odds.when_success_favoured(elapsed)
-        return None if turn is None or job is None else job.started + turn
-
-    def _running_for(self, bet: _Bet | None, index: int, job: Job | None) -> float | None:
-        """How long `job`, judging the batch's oldest candidate `index`, has run; None when
-        it is not running or everything to bet on after it was read (`bet`)."""
-        if (
-            job is None
-            or not job.started
-            or (bet is not None and bet.index == index and bet.exhausted)
-        ):
-            return None
-        return time.monotonic() - job.started
-
-    def _claim_warm_up(self, candidate: object) -> Job | None:
-        """The warm-up judging `candidate`, taken over by the batch that now asks for it.
-
-        Its judge was the batch's before this one, made from the same text (a
-        lookahead yields only what its caller asks next if nothing is taken),
-        so its answer is this batch's. Taking the job over, rather than
-        submitting another that would wait on the same test, keeps the count
-        of busy jobs right from the start.
-        """
-        for position, warm in enumerate(self._warm_ups):
-            if warm.candidate == candidate:
-                del self._warm_ups[position]
-                return warm.job
-        return None
-
-    def _settle_warm_ups(self, winner: int | None) -> None:
-        """At a batch's end (`winner`: the index it answered, or None), keep the warm-ups
-        made for what follows that answer, for the next batch to find, and abandon the
-        rest: derived from a text the answer replaced, or assuming a winner it is not."""
-        kept = []
-        for warm in self._warm_ups:
-            if warm.assumes == winner:
-                kept.append(WarmUp(warm.candidate, warm.job))
-            else:
-                warm.job.ticket.abandon()
-        self._warm_ups = kept
-
-    def _lost_bets(self, index: int) -> None:
-        """Abandon the warm-ups that assumed the batch's candidate `index`, which lost."""
-        for warm in [warm for warm in self._warm_ups if warm.assumes == index]:
-            warm.job.ticket.abandon()
-            self._warm_ups.remove(warm)
 
     def first_success(
         self,
@@ -590,8 +493,7 @@ class Engine:
                     self._batch_open = False
                     self._offers.clear()  # their judgements were answered or given up
                     self._jobs.clear_queue_locked()  # given up with the batch's other judgements
-                    self._bet_target = None
-                self._settle_warm_ups(None if found is None else found[0])
+                self._speculation.settle(None if found is None else found[0])
         if found is not None:
             with self._lock:
                 self.stats.of_pass(label).successes += 1
@@ -616,7 +518,7 @@ class Engine:
         next_to_resolve = 0
         earliest_success: int | None = None
         exhausted = False
-        bet: _Bet | None = None
+        bet: Bet | None = None
         queued: list[Job] = []  # queued for a worker, not yet seen begun
 
         def pull(reading_ahead: bool = False) -> None:
@@ -659,9 +561,11 @@ class Engine:
             started: list[Job] = []
             while self._jobs.busy() < self.jobs:
                 oldest = running.get(next_to_resolve)
-                if after is not None and self._bet_worth_making(bet, next_to_resolve, oldest):
+                if after is not None and self._speculation.worth_making(
+                    bet, next_to_resolve, oldest
+                ):
                     if bet is None or bet.index != next_to_resolve:
-                        bet = _Bet(next_to_resolve, iter(after(next_to_resolve)))
+                        bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
                     placed = self._bet_on_success(bet, judge, label)
                     if placed is not None:
                         started.append(placed)
@@ -673,7 +577,7 @@ class Engine:
                     if earliest_success is not None and index > earliest_success:
                         ready.clear()  # past a success the cheap checks found
                         continue
-                    claimed = self._claim_warm_up(held[index]) if self._warm_ups else None
+                    claimed = self._speculation.claim(held[index])
                     running[index] = claimed or self._submit(judge, held[index], label)
                     if claimed is None:
                         started.append(running[index])
@@ -708,7 +612,7 @@ class Engine:
                 index = ready[0]
                 if earliest_success is None or index < earliest_success:
                     ready.popleft()
-                    claimed = self._claim_warm_up(held[index]) if self._warm_ups else None
+                    claimed = self._speculation.claim(held[index])
                     running[index] = claimed or self._submit(judge, held[index], label, queued=True)
                     if claimed is None:
                         queued.append(running[index])
@@ -730,21 +634,23 @@ class Engine:
             if after is None or (
                 bet is not None and bet.index == next_to_resolve and bet.exhausted
             ):
-                self._bet_target = None
+                self._speculation.target = None
             else:
-                self._bet_target = running.get(next_to_resolve)
+                self._speculation.target = running.get(next_to_resolve)
             # with a job free, wake when the oldest candidate turns into the better bet
             until = None
             if after is not None and self._jobs.busy() < self.jobs:
-                until = self._when_to_bet(bet, next_to_resolve, running.get(next_to_resolve))
+                until = self._speculation.when_to_bet(
+                    bet, next_to_resolve, running.get(next_to_resolve)
+                )
             self._wait_any([job.future for job in running.values()], job_freed, until)
             for index in [index for index, job in running.items() if job.future.done()]:
                 job = running.pop(index)
                 known[index] = job.future.result()
-                with self._lock:  # workers read the odds too (`_bet_preferred_locked`)
-                    self._odds.record(job.seconds, known[index])
+                with self._lock:  # workers read the odds too (`bet_preferred_locked`)
+                    self._speculation.record(job.seconds, known[index])
                 if not known[index]:
-                    self._lost_bets(index)
+                    self._speculation.lost(index)
                 elif earliest_success is None or index < earliest_success:
                     earliest_success = index
             if earliest_success is not None:

@@ -1,0 +1,135 @@
+"""What the engine's spare jobs judge for the cache: warm-ups and bets, and their bookkeeping.
+
+A warm-up judges a candidate the caller will ask for next if no candidate of
+the running batch wins (its lookahead); a bet, one it will ask for next if
+the batch's oldest candidate, still running, wins (`after`). Neither answers
+the batch: their verdicts fill the cache, and the next batch takes over a
+judgement still running that asks for the same candidate (`claim`). At the
+batch's end only the warm-ups made for the answer it gave are kept
+(`settle`); a candidate that loses takes its bets with it (`lost`).
+
+When to bet comes from `core/odds.py`: once the oldest candidate has run so
+long that, of the recent judgements that ran as long, more won than lost.
+The engine (docs/architecture.md, "Warm-ups" and "Bets") decides what to
+start; this module only keeps what was started and answers when to bet.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gitreduce.core.jobs import Job
+from gitreduce.core.odds import Odds
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """A judgement run for the cache ahead of the batch that will ask for it: the
+    candidate, its job, and the candidate of the running batch whose success it
+    assumes (None: that no candidate of it wins)."""
+
+    candidate: object
+    job: Job
+    assumes: int | None = None
+
+
+@dataclass
+class Bet:
+    """Speculation on one running candidate's success: its index in the batch and what its
+    caller tries next if it wins, read as jobs come free."""
+
+    index: int
+    following: Iterator[object]
+    exhausted: bool = False
+
+
+class Speculation:
+    """The warm-ups and bets of one engine, and the odds its bets follow. Used by the
+    batch's main thread, except `record` and `bet_preferred_locked`, which the engine
+    calls under its lock (workers ask the latter)."""
+
+    def __init__(self) -> None:
+        self.warm_ups: list[WarmUp] = []
+        self._odds = Odds()
+        # the running candidate the batch would bet on, while its caller says what follows
+        self.target: Job | None = None
+
+    def add(self, candidate: object, job: Job, assumes: int | None = None) -> None:
+        self.warm_ups.append(WarmUp(candidate, job, assumes))
+
+    def running(self, candidate: object) -> bool:
+        return any(warm.candidate == candidate for warm in self.warm_ups)
+
+    def forget_ended(self) -> None:
+        self.warm_ups = [warm for warm in self.warm_ups if not warm.job.future.done()]
+
+    def claim(self, candidate: object) -> Job | None:
+        """The warm-up judging `candidate`, taken over by the batch that now asks for it.
+
+        Its judge was the batch's before this one, made from the same text (a
+        lookahead yields only what its caller asks next if nothing is taken,
+        a bet what it asks next if the candidate it assumed was taken), so its
+        answer is this batch's. Taking the job over, rather than submitting
+        another that would wait on the same test, keeps the count of busy jobs
+        right from the start.
+        """
+        for position, warm in enumerate(self.warm_ups):
+            if warm.candidate == candidate:
+                del self.warm_ups[position]
+                return warm.job
+        return None
+
+    def settle(self, winner: int | None) -> None:
+        """At a batch's end (`winner`: the index it answered, or None), keep the warm-ups
+        made for what follows that answer, for the next batch to find, and abandon the
+        rest: derived from a text the answer replaced, or assuming a winner it is not."""
+        kept = []
+        for warm in self.warm_ups:
+            if warm.assumes == winner:
+                kept.append(WarmUp(warm.candidate, warm.job))
+            else:
+                warm.job.ticket.abandon()
+        self.warm_ups = kept
+        self.target = None
+
+    def lost(self, index: int) -> None:
+        """Abandon the warm-ups that assumed the batch's candidate `index`, which lost."""
+        for warm in [warm for warm in self.warm_ups if warm.assumes == index]:
+            warm.job.ticket.abandon()
+            self.warm_ups.remove(warm)
+
+    def record(self, seconds: float, won: bool) -> None:
+        """A judgement of the batch ended after `seconds`, winning or not."""
+        self._odds.record(seconds, won)
+
+    def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
+        """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
+        running), more likely wins than loses and has something left to bet on."""
+        elapsed = _running_for(bet, index, job)
+        return elapsed is not None and self._odds.favour_success(elapsed)
+
+    def when_to_bet(self, bet: Bet | None, index: int, job: Job | None) -> float | None:
+        """When, if it is still running then, the oldest candidate `index` (judged by
+        `job`) becomes the better bet to win; None if it will not."""
+        elapsed = _running_for(bet, index, job)
+        turn = None if elapsed is None else self._odds.when_success_favoured(elapsed)
+        return None if turn is None or job is None else job.started + turn
+
+    def bet_preferred_locked(self, ended: Job) -> bool:
+        """Whether the batch's oldest candidate (`target`), running in another job than
+        `ended`, is now the better bet to win: the free job is then the main thread's to
+        bet with, and the queue waits."""
+        target = self.target
+        if target is None or target is ended or not target.started or target.future.done():
+            return False
+        return self._odds.favour_success(time.monotonic() - target.started)
+
+
+def _running_for(bet: Bet | None, index: int, job: Job | None) -> float | None:
+    """How long `job`, judging the batch's oldest candidate `index`, has run; None when it
+    is not running or everything to bet on after it was read (`bet`)."""
+    if job is None or not job.started or (bet is not None and bet.index == index and bet.exhausted):
+        return None
+    return time.monotonic() - job.started
