@@ -66,10 +66,11 @@ from gitreduce.core.stats import Stats
 _POLL_SECONDS = 0.05
 # How many lookahead candidates per job one wait for a batch's last tests may read
 _WARM_UP_READS = 4
-# How many of a batch's candidates one wait while every job is busy may read ahead through
-# the cheap checks, looking for the next one a free job will run: enough to cross a stretch
-# of syntax rejections, few enough not to wander far past a winner
-_READ_AHEAD = 8
+# The most of a batch's candidates one wait while every job is busy may read ahead through
+# the cheap checks, looking for the next one a free job will run: a stretch of syntax
+# rejections is crossed while the tests run (an exhaustive pass's hundreds), yet a batch
+# does not wander without end past a winner still running
+_READ_AHEAD = 512
 # The longest the main thread lets a job it just started get its test going before it reads
 # ahead (see `_first_judged`): a spawn on a loaded machine. Every judgement says when its
 # test runs, or that it has none to run, so the bound only matters when spawning is slow.
@@ -602,9 +603,10 @@ class Engine:
             hand_over = time.monotonic() + _HAND_OVER_SECONDS
             for job in started:
                 job.ticket.wait_under_way(max(0.0, hand_over - time.monotonic()))
-            # every job busy: the next candidate's cheap checks run meanwhile, not after
+            # every job busy: the next candidate's cheap checks run meanwhile, not after, for
+            # as long as no job has come free to take it
             for _ in range(_READ_AHEAD):
-                if ready or exhausted or earliest_success is not None:
+                if ready or exhausted or earliest_success is not None or job_freed.done():
                     break
                 pull(reading_ahead=True)
             # and the one found waits, queued, for the first job to end with a refusal

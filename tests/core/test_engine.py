@@ -113,8 +113,8 @@ def test_same_answer_for_any_jobs(make_engine, jobs):
 
 
 def test_candidates_are_pulled_lazily_and_never_past_a_known_success(make_engine):
-    """One candidate is read ahead while the test before it runs, never more, and none
-    once a success is known."""
+    """At most one candidate is read ahead while the test before it runs (none once that
+    test has ended), and none once a success is known."""
     pulled: list[int] = []
 
     def candidates() -> Iterator[bytes]:
@@ -125,7 +125,7 @@ def test_candidates_are_pulled_lazily_and_never_past_a_known_success(make_engine
     recorder = Recorder()
     engine = make_engine(recorder, jobs=1)
     assert engine.first_success(candidates(), smaller_than=100, label="test") == (2, b"c2!")
-    assert pulled == [0, 1, 2, 3]
+    assert pulled in ([0, 1, 2], [0, 1, 2, 3])
     assert recorder.started == [b"c0", b"c1", b"c2!"]
 
 
@@ -144,6 +144,24 @@ def test_the_next_candidates_cheap_checks_run_while_the_test_before_it_does(make
     assert engine.first_success(batch, smaller_than=100, label="t", precheck=precheck) is None
     assert tests_ended_at_check == [0, 0, 0, 0, 1]  # one at a time: [0, 1, 1, 1, 2]
     assert recorder.started == [b"a", b"b", b"c"]
+
+
+def test_a_long_stretch_of_syntax_rejections_is_read_through_while_the_test_runs(make_engine):
+    """An exhaustive pass's candidates are mostly rejected by the syntax check, dozens in a
+    row: all of them are checked during the test before, none while the job idles."""
+    recorder = Recorder(lambda text: 0.5)
+    tests_ended_at_check: list[int] = []
+
+    def precheck(text: bytes) -> bool:
+        tests_ended_at_check.append(len(recorder.finished))
+        return not text.startswith(b"bad")
+
+    engine = make_engine(recorder, jobs=1)
+    rejected = [b"bad%d" % index for index in range(40)]
+    batch = [b"a", *rejected, b"b"]
+    assert engine.first_success(batch, smaller_than=100, label="t", precheck=precheck) is None
+    assert tests_ended_at_check == [0] * (len(batch) - 1) + [0]
+    assert recorder.started == [b"a", b"b"]
 
 
 def test_a_success_the_cheap_checks_find_while_every_job_is_busy_wins(make_engine):
