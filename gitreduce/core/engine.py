@@ -603,21 +603,22 @@ class Engine:
             hand_over = time.monotonic() + _HAND_OVER_SECONDS
             for job in started:
                 job.ticket.wait_under_way(max(0.0, hand_over - time.monotonic()))
-            # every job busy: the next candidate's cheap checks run meanwhile, not after, for
-            # as long as no job has come free to take it
-            for _ in range(_READ_AHEAD):
-                if ready or exhausted or earliest_success is not None or job_freed.done():
+            # every job busy: the next candidates' cheap checks run meanwhile, not after, for
+            # as long as no job has come free to take one; each found waits, queued, for the
+            # first job to end with a refusal, one for each job (two jobs that end together
+            # both go on at once)
+            while self._jobs.queued < self.jobs and self._jobs.busy() >= self.jobs:
+                for _ in range(_READ_AHEAD):
+                    if ready or exhausted or earliest_success is not None or job_freed.done():
+                        break
+                    pull(reading_ahead=True)
+                if not ready or (earliest_success is not None and ready[0] > earliest_success):
                     break
-                pull(reading_ahead=True)
-            # and the one found waits, queued, for the first job to end with a refusal
-            if ready and self._jobs.queued < self.jobs and self._jobs.busy() >= self.jobs:
-                index = ready[0]
-                if earliest_success is None or index < earliest_success:
-                    ready.popleft()
-                    claimed = self._speculation.claim(held[index])
-                    running[index] = claimed or self._submit(judge, held[index], label, queued=True)
-                    if claimed is None:
-                        queued.append(running[index])
+                index = ready.popleft()
+                claimed = self._speculation.claim(held[index])
+                running[index] = claimed or self._submit(judge, held[index], label, queued=True)
+                if claimed is None:
+                    queued.append(running[index])
             if next_to_resolve in known:
                 continue
             if exhausted and not ready and lookahead is not None and self.jobs > 1 and running:

@@ -6,8 +6,8 @@ busy; a judgement waiting on another's identical test holds none (`waiting`).
 Whenever a job may have come free (one ends, one starts waiting, `set_jobs`
 widens the engine), the batch's main thread is woken (`watch_for_free`).
 
-The main thread reads a batch's next candidate while every job is busy and
-queues its judgement. A job whose judgement refuses goes on with the oldest
+The main thread reads a batch's next candidates while every job is busy and
+queues their judgements, one for each job. A job whose judgement refuses goes on with the oldest
 queued one in its own thread, before its own answer is published, so the
 count of busy jobs never dips: a refusal ends no batch, so that judgement is
 what the main thread would start next anyway, and going on here spares the

@@ -741,6 +741,39 @@ def test_a_job_that_refuses_goes_on_with_the_next_candidate_itself(make_engine):
     assert len(handed_off) == 1
 
 
+def test_while_every_job_is_busy_one_next_candidate_per_job_waits_queued(make_engine):
+    """Two jobs whose tests end together both go on at once: while they run, the next two
+    candidates are read and queued, not one, so neither job waits for the main thread."""
+    release = threading.Event()
+    recorder = Recorder()
+    begun: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        begun.append(text)
+        tickets.test_under_way()
+        if text in (b"a", b"b"):
+            assert release.wait(10)
+        return recorder(text)
+
+    engine = make_engine(run, jobs=2)
+    answer: list[tuple[int, bytes] | None] = []
+    batch = [b"a", b"b", b"c", b"d", b"e!", b"f"]
+    judging = threading.Thread(
+        target=lambda: answer.append(engine.first_success(batch, smaller_than=100, label="t"))
+    )
+    judging.start()
+    try:
+        deadline = time.monotonic() + 10
+        while engine._jobs.queued < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert engine._jobs.queued == 2
+        assert sorted(begun) == [b"a", b"b"]
+    finally:
+        release.set()
+        judging.join(10)
+    assert answer == [(4, b"e!")]
+
+
 def test_a_winners_job_does_not_go_on_with_what_was_queued_after_it(make_engine):
     """The job whose candidate wins leaves the queue alone: at one job nothing past the
     winner is ever tested, as before."""
