@@ -289,11 +289,13 @@ class PairCurrent:
         states: Iterable[PairState],
         parent: PairState | None = None,
         after: AfterSuccess[PairState] | None = None,
+        lookahead: Lookahead[PairState] | None = None,
     ) -> int | None:
         """Index of the first state whose pair keeps both properties; it becomes current.
 
         `parent` is the state they were derived from, if not the current one; `after`,
-        what the caller tries next if a given one wins (`Engine.first_judged`).
+        what the caller tries next if a given one wins, `lookahead`, if none does
+        (`Engine.first_judged`).
         """
         judge = self.judge(measure(self.state), parent)
 
@@ -301,11 +303,16 @@ class PairCurrent:
             assert after is not None
             return (render(state) for state in after(index))
 
+        def rendered_ahead() -> Iterator[PairCandidate]:
+            assert lookahead is not None
+            return (render(state) for state in lookahead())
+
         found = self.engine.first_judged(
             (render(state) for state in states),
             judge,
             label=self.label,
             after=None if after is None else rendered_after,
+            lookahead=None if lookahead is None else rendered_ahead,
         )
         if found is None:
             return None

@@ -33,7 +33,7 @@ from gitreduce.pair.changed_view import reduce_changed_subtrees
 from gitreduce.pair.coarse import coarse_commonality
 from gitreduce.pair.current import PairCandidate, PairCurrent, measure
 from gitreduce.pair.lift import Provenance, diffed_origins, lift
-from gitreduce.pair.repair import Restoration, Unit, deleted_units, restore_fewest
+from gitreduce.pair.repair import Ahead, Restoration, Unit, deleted_units, restore_fewest
 from gitreduce.pair.seed_view import SeedCurrent
 from gitreduce.pair.state import PairState
 from gitreduce.pair.token_tree import TokenTree, parse_tokens, seed_tree
@@ -274,8 +274,19 @@ def variant_first(current: PairCurrent) -> bool:
     def lifted(position: int) -> bool:
         return current.try_states([lifted_state(position)]) is not None
 
-    def first_lifting(variants: Iterable[tuple[TokenList, list[int]]]) -> int | None:
-        return current.try_states(lifted_pair(*made) for made in variants)
+    def lifted_pairs(variants: Iterable[Made]) -> Iterator[PairState]:
+        return (lifted_pair(*made) for made in variants)
+
+    def first_lifting(
+        variants: Iterable[Made],
+        if_none: Callable[[], Iterable[Made]] | None,
+        if_held: Callable[[int], Iterable[Made]] | None,
+    ) -> int | None:
+        return current.try_states(
+            lifted_pairs(variants),
+            after=None if if_held is None else lambda found: lifted_pairs(if_held(found)),
+            lookahead=None if if_none is None else lambda: lifted_pairs(if_none()),
+        )
 
     def variant_parses(variant: bytes) -> bool:
         with current.engine.counting_for(current.label):
@@ -382,6 +393,15 @@ def variant_first(current: PairCurrent) -> bool:
     return known >= 0
 
 
+# A reduced variant and each of its tokens' index in the original variant
+Made = tuple[TokenList, list[int]]
+# The first of the variants (as `Made`) whose lifted pair holds, becoming the pair; with what
+# is asked next if none does and if the i-th does, for idle jobs (`repair.Ahead`)
+FirstLifting = Callable[
+    [Iterable[Made], Callable[[], Iterable[Made]] | None, Callable[[int], Iterable[Made]] | None],
+    int | None,
+]
+
 # The most deleted pieces a repair puts back before it settles for its last success: each
 # costs about log2(pieces) candidates, and past this many PPR's own sweeps cost less.
 _MOST_PIECES = 48
@@ -393,7 +413,7 @@ def _repair(
     syntax: Syntax,
     base: Alignment,
     origins: list[int],
-    first_lifting: Callable[[Iterable[tuple[TokenList, list[int]]]], int | None],
+    first_lifting: FirstLifting,
     variant_parses: Callable[[bytes], bool],
 ) -> bool:
     """Whether putting back deleted pieces of the original variant into the reduced one
@@ -403,8 +423,17 @@ def _repair(
         syntax, base.variant.text, list(range(len(base.variant))), base.variant.texts
     )
 
-    def first_holding(sets: list[list[Unit]]) -> int | None:
-        return first_lifting(restoration.render(units, syntax.grammar) for units in sets)
+    def rendered(sets: list[list[Unit]]) -> Iterator[Made]:
+        return (restoration.render(units, syntax.grammar) for units in sets)
+
+    def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
+        if ahead is None:
+            return first_lifting(rendered(sets), None, None)
+        return first_lifting(
+            rendered(sets),
+            lambda: rendered(ahead.if_none()),
+            lambda found: rendered(ahead.if_held(found)),
+        )
 
     def testable(units: list[Unit]) -> bool:
         """The restored variant parses (the lifted seed rarely fails where it does not):

@@ -20,8 +20,8 @@ programs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Generic, Protocol, TypeVar
 
 import tree_sitter
 
@@ -144,13 +144,84 @@ class Restoration:
         return tokens, included
 
 
-# Asks which of several sets holds first (in order), or None: one batch of candidates, so
-# with several jobs the sets are tested at once
-FirstHolding = Callable[[list[list[Item]]], int | None]
+@dataclass(frozen=True)
+class Ahead(Generic[Item]):
+    """What the search asks next, known before the answer to its current question: the
+    sets if none of them holds (`if_none`), and if the i-th is the first that does
+    (`if_held`); empty once it would stop. Jobs the question leaves idle may test these
+    for the cache; the questions and the result stay those of one job."""
+
+    if_none: Callable[[], list[list[Item]]]
+    if_held: Callable[[int], list[list[Item]]]
+
+
+class FirstHolding(Protocol[Item]):
+    """Asks which of several sets holds first (in order), or None: one batch of candidates,
+    so with several jobs the sets are tested at once."""
+
+    def __call__(self, sets: list[list[Item]], ahead: Ahead[Item] | None = None) -> int | None: ...
+
+
 # Whether a set could hold at all, known without a test (its programs parse)
 Testable = Callable[[list[Item]], bool]
 # Prefix lengths looked at from each probe on for one a test can decide
 _SCANNED = 4
+
+
+@dataclass(frozen=True)
+class _Range(Generic[Item]):
+    """Where the search for the next needed item stands: `chosen` with `rest[:high]` holds
+    (found or assumed); with `rest[:low]` it was found not to, if `low_refused`."""
+
+    chosen: tuple[Item, ...]
+    rest: tuple[Item, ...]
+    low: int
+    high: int
+    low_refused: bool
+
+    @staticmethod
+    def starting(chosen: tuple[Item, ...], rest: tuple[Item, ...]) -> _Range[Item]:
+        return _Range(chosen, rest, 0, len(rest), False)
+
+    @property
+    def narrowed(self) -> bool:
+        """Whether `rest[high - 1]` is needed given the chosen and the items before it."""
+        return self.low_refused and self.high - self.low <= 1
+
+    def with_needed(self) -> _Range[Item] | None:
+        """The search for the next item once `rest[high - 1]` is chosen; None when none is
+        left to search."""
+        if self.high == 0:
+            return None
+        needed = self.rest[self.high - 1]
+        return _Range.starting((*self.chosen, needed), self.rest[: self.high - 1])
+
+    def question(self, probes: int, testable: Testable[Item] | None) -> tuple[list[int], list[int]]:
+        """The prefix lengths to ask about, and those refused untested."""
+        step = max(1, (self.high - self.low) // (probes + 1))
+        targets = list(range(self.low + step, self.high, step))[:probes]
+        probed, untestable = _testable_points(
+            list(self.chosen), list(self.rest), targets, self.high, testable
+        )
+        return (probed if self.low_refused else [self.low, *probed]), untestable
+
+    def sets(self, points: list[int]) -> list[list[Item]]:
+        return [[*self.chosen, *self.rest[:point]] for point in points]
+
+    def answered(
+        self, points: list[int], untestable: list[int], found: int | None
+    ) -> _Range[Item] | None:
+        """The range once `found` answered the question at `points`; None when the chosen
+        alone hold (the search is over)."""
+        if found is None:
+            return replace(self, low=max([self.low, *points, *untestable]), low_refused=True)
+        if points[found] == 0:
+            return None
+        narrowed = replace(self, high=points[found])
+        refused = [point for point in (*points[:found], *untestable) if point < narrowed.high]
+        if refused:
+            narrowed = replace(narrowed, low=max(refused), low_refused=True)
+        return narrowed
 
 
 def fewest_needed(
@@ -168,7 +239,9 @@ def fewest_needed(
     holds with the ones chosen: a search over prefix lengths that asks about
     `probes` of them at once (and about the chosen ones alone first), cutting
     the range into `probes + 1`. The number of probes is fixed, not the number
-    of jobs, so the sets asked about, and the result, do not depend on jobs.
+    of jobs, so the sets asked about, and the result, do not depend on jobs;
+    each question comes with the sets asked next on either answer (`Ahead`),
+    for jobs it leaves idle.
     `holds` of all items is assumed (the program as it is) and never asked.
     Every set asked about is a subset of the last one that held, so the asker
     may adopt each success as it comes.
@@ -180,32 +253,39 @@ def fewest_needed(
     Whether a set is testable is a syntax check, the same with any number of
     jobs.
     """
-    chosen: list[Item] = []
-    rest = list(items)
+    searching: _Range[Item] | None = _Range.starting((), tuple(items))
     held: list[Item] | None = None
-    while len(chosen) < most:
-        low, high = 0, len(rest)  # chosen with rest[:high] holds (found or assumed)
-        low_refused = False  # whether chosen with rest[:low] was found not to
-        while not low_refused or high - low > 1:
-            step = max(1, (high - low) // (probes + 1))
-            targets = list(range(low + step, high, step))[:probes]
-            probed, untestable = _testable_points(chosen, rest, targets, high, testable)
-            points = probed if low_refused else [low, *probed]
-            sets = [chosen + rest[:point] for point in points]
-            found = first_holding(sets) if sets else None
-            if found is None:
-                low, low_refused = max([low, *points, *untestable]), True
+
+    def asked_next(after: _Range[Item] | None) -> list[list[Item]]:
+        """The sets the search asks about from `after` on; none once it stops."""
+        while after is not None:
+            if after.narrowed:
+                after = after.with_needed() if len(after.chosen) + 1 < most else None
                 continue
-            if points[found] == 0:
-                return chosen
-            high, held = points[found], sets[found]
-            refused = [point for point in (*points[:found], *untestable) if point < high]
-            if refused:
-                low, low_refused = max(refused), True
-        if high == 0:
-            break
-        chosen.append(rest[high - 1])
-        rest = rest[: high - 1]
+            points, untestable = after.question(probes, testable)
+            if points:
+                return after.sets(points)
+            after = after.answered(points, untestable, None)  # refused without a question
+        return []
+
+    def announced(asking: _Range[Item], points: list[int], untestable: list[int]) -> Ahead[Item]:
+        return Ahead(
+            lambda: asked_next(asking.answered(points, untestable, None)),
+            lambda found: asked_next(asking.answered(points, untestable, found)),
+        )
+
+    while searching is not None and len(searching.chosen) < most:
+        while not searching.narrowed:
+            points, untestable = searching.question(probes, testable)
+            sets = searching.sets(points)
+            found = first_holding(sets, announced(searching, points, untestable)) if sets else None
+            answered = searching.answered(points, untestable, found)
+            if answered is None:
+                return list(searching.chosen)
+            if found is not None:
+                held = sets[found]
+            searching = answered
+        searching = searching.with_needed()
     return held
 
 
@@ -246,9 +326,18 @@ def restore_fewest(
     each level by `fewest_needed`; `testable`: see there)."""
 
     def holds_with(fixed: list[Unit]) -> FirstHolding[Piece]:
-        return lambda sets: first_holding(
-            [fixed + [piece.indices for piece in pieces] for pieces in sets]
-        )
+        def units(sets: list[list[Piece]]) -> list[list[Unit]]:
+            return [fixed + [piece.indices for piece in pieces] for pieces in sets]
+
+        def holding(sets: list[list[Piece]], ahead: Ahead[Piece] | None = None) -> int | None:
+            if ahead is None:
+                return first_holding(units(sets))
+            mapped = Ahead(
+                lambda: units(ahead.if_none()), lambda found: units(ahead.if_held(found))
+            )
+            return first_holding(units(sets), mapped)
+
+        return holding
 
     def testable_with(fixed: list[Unit]) -> Testable[Piece] | None:
         if testable is None:

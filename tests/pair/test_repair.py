@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.pair.repair import (
+    Ahead,
     FirstHolding,
     Restoration,
     Unit,
@@ -81,7 +85,11 @@ def test_restored_pieces_never_glue_to_their_neighbours() -> None:
 
 def asking(holds: Callable[[list[Unit]], bool]) -> FirstHolding[Unit]:
     """`holds` asked of each set of a batch in order, as the engine's first success."""
-    return lambda sets: next((at for at, units in enumerate(sets) if holds(units)), None)
+
+    def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
+        return next((at for at, units in enumerate(sets) if holds(units)), None)
+
+    return first_holding
 
 
 def test_the_fewest_needed_pieces_are_found_with_a_few_questions_each() -> None:
@@ -95,7 +103,7 @@ def test_the_fewest_needed_pieces_are_found_with_a_few_questions_each() -> None:
 
     batches: list[int] = []
 
-    def first_holding(sets: list[list[Unit]]) -> int | None:
+    def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
         batches.append(len(sets))
         return asking(holds)(sets)
 
@@ -116,7 +124,7 @@ def test_prefixes_that_cannot_be_tested_are_never_asked_and_batches_stay_full() 
     def testable(chosen: list[Unit]) -> bool:
         return len(chosen) % 2 == 0
 
-    def first_holding(sets: list[list[Unit]]) -> int | None:
+    def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
         batches.append(sets)
         # as the judge does, an untestable set asked all the same is refused
         return asking(lambda chosen: needed <= set(chosen) and testable(chosen))(sets)
@@ -142,6 +150,36 @@ def test_every_question_is_a_subset_of_the_last_set_that_held() -> None:
         return False
 
     assert fewest_needed(units, asking(holds), most=10) is not None
+
+
+@given(
+    needed=st.sets(st.integers(0, 23), max_size=6),
+    odd_untestable=st.booleans(),
+    most=st.integers(1, 8),
+)
+def test_each_question_announces_the_sets_asked_next_on_either_answer(
+    needed: set[int], odd_untestable: bool, most: int
+) -> None:
+    """What `Ahead` says the search asks next, if none of a batch holds or if the i-th
+    is the first that does, is what it then asks (nothing once it stops): idle jobs
+    test the right sets, and the questions are those of one job."""
+    units: list[Unit] = [(index,) for index in range(24)]
+    wanted = {(index,) for index in needed}
+    testable = (lambda chosen: len(chosen) % 2 == 0) if odd_untestable else None
+    announced: list[list[list[Unit]]] = []
+    asked: list[list[list[Unit]]] = []
+
+    def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
+        assert ahead is not None
+        asked.append(sets)
+        found = next((at for at, chosen in enumerate(sets) if wanted <= set(chosen)), None)
+        announced.append(ahead.if_none() if found is None else ahead.if_held(found))
+        return found
+
+    fewest_needed(units, first_holding, most=most, testable=testable)
+    assert announced[:-1] == asked[1:]
+    if announced:
+        assert announced[-1] == []
 
 
 def test_too_many_needed_pieces_give_the_last_set_that_held_or_nothing() -> None:
@@ -174,7 +212,7 @@ def test_inside_a_restored_subtree_only_the_children_needed_come_back() -> None:
 
     restored: list[list[Unit]] = []
 
-    def first_holding(sets: list[list[Unit]]) -> int | None:
+    def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
         at = asking(holds)(sets)
         if at is not None:
             restored.append(sets[at])
