@@ -129,10 +129,12 @@ def test_candidates_are_pulled_lazily_and_never_past_a_known_success(make_engine
     assert recorder.started == [b"c0", b"c1", b"c2!"]
 
 
-def test_the_next_candidates_cheap_checks_run_while_the_test_before_it_does(make_engine):
-    """One job: the syntax check of each candidate after the first runs during the test of
-    the one before, so a job never waits for it; the rejected ones are read through too."""
-    recorder = Recorder(lambda text: 0.3)
+def checked_during_tests(
+    make_engine, batch: list[bytes], seconds: float
+) -> tuple[list[int], list[bytes]]:
+    """One job, tests of `seconds`, candidates starting with `bad` rejected by the syntax
+    check: how many tests had ended at each check, and the candidates tested."""
+    recorder = Recorder(lambda text: seconds)
     tests_ended_at_check: list[int] = []
 
     def precheck(text: bytes) -> bool:
@@ -140,28 +142,26 @@ def test_the_next_candidates_cheap_checks_run_while_the_test_before_it_does(make
         return not text.startswith(b"bad")
 
     engine = make_engine(recorder, jobs=1)
-    batch = [b"a", b"bad1", b"bad2", b"b", b"c"]
     assert engine.first_success(batch, smaller_than=100, label="t", precheck=precheck) is None
-    assert tests_ended_at_check == [0, 0, 0, 0, 1]  # one at a time: [0, 1, 1, 1, 2]
-    assert recorder.started == [b"a", b"b", b"c"]
+    return tests_ended_at_check, recorder.started
+
+
+def test_the_next_candidates_cheap_checks_run_while_the_test_before_it_does(make_engine):
+    """One job: the syntax check of each candidate after the first runs during the test of
+    the one before, so a job never waits for it; the rejected ones are read through too."""
+    batch = [b"a", b"bad1", b"bad2", b"b", b"c"]
+    checked, started = checked_during_tests(make_engine, batch, 0.3)
+    assert checked == [0, 0, 0, 0, 1]  # one at a time: [0, 1, 1, 1, 2]
+    assert started == [b"a", b"b", b"c"]
 
 
 def test_a_long_stretch_of_syntax_rejections_is_read_through_while_the_test_runs(make_engine):
     """An exhaustive pass's candidates are mostly rejected by the syntax check, dozens in a
     row: all of them are checked during the test before, none while the job idles."""
-    recorder = Recorder(lambda text: 0.5)
-    tests_ended_at_check: list[int] = []
-
-    def precheck(text: bytes) -> bool:
-        tests_ended_at_check.append(len(recorder.finished))
-        return not text.startswith(b"bad")
-
-    engine = make_engine(recorder, jobs=1)
-    rejected = [b"bad%d" % index for index in range(40)]
-    batch = [b"a", *rejected, b"b"]
-    assert engine.first_success(batch, smaller_than=100, label="t", precheck=precheck) is None
-    assert tests_ended_at_check == [0] * (len(batch) - 1) + [0]
-    assert recorder.started == [b"a", b"b"]
+    batch = [b"a", *(b"bad%d" % index for index in range(40)), b"b"]
+    checked, started = checked_during_tests(make_engine, batch, 0.5)
+    assert checked == [0] * len(batch)
+    assert started == [b"a", b"b"]
 
 
 def test_a_success_the_cheap_checks_find_while_every_job_is_busy_wins(make_engine):

@@ -1,0 +1,135 @@
+"""How many tests were in flight, and for how long each job waited between two tests.
+
+    .venv/bin/python benchmarks/in_flight.py [--by-pass] -- GIT-REDUCE-ARGUMENTS...
+
+runs git-reduce in this process with every test run of the oracle timed (its
+start and end, per slot), then prints to stderr: the share of the run's time
+with 0, 1, 2, ... tests in flight; per slot, the gaps between one test's end
+and the next one's start (median, 75th and 90th percentile, and their sum
+below 50 ms); with `--by-pass`, the time with fewer tests in flight than
+`--jobs`, by the pass running then. The reduction itself is the CLI's, with
+its usual output: run it from a scratch directory on a copy of the case, as
+`run.py` does. The figures are for one run of a machine whose speed varies:
+compare builds by alternating them, run by run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import statistics
+import sys
+import threading
+import time
+from collections import defaultdict
+from itertools import pairwise
+from typing import Any
+
+import gitreduce.core.pass_runner as pass_runner
+import gitreduce.oracle.runner as runner
+import gitreduce.pair.ppr as ppr
+import gitreduce.passes.schedule as schedule
+
+_runs: list[tuple[int, float, float]] = []  # (slot, start, end)
+_passes: list[tuple[float, float, str]] = []  # (start, end, label)
+_lock = threading.Lock()
+
+
+def _timed_runs() -> None:
+    run_in = runner.Oracle._run_in
+
+    def timed(self: runner.Oracle, slot: Any, content: bytes) -> Any:
+        started = time.monotonic()
+        try:
+            return run_in(self, slot, content)
+        finally:
+            with _lock:
+                _runs.append((id(slot), started, time.monotonic()))
+
+    runner.Oracle._run_in = timed  # type: ignore[method-assign]
+
+
+def _timed_passes() -> None:
+    run_pass = pass_runner.run_pass
+
+    def timed(declared: Any, target: Any, on: Any) -> bool:
+        started = time.monotonic()
+        label = f"{on.label}/{declared.name}" if on.label else declared.name
+        try:
+            return run_pass(declared, target, on)
+        finally:
+            _passes.append((started, time.monotonic(), label))
+
+    for module in (ppr, schedule):
+        module.run_pass = timed  # type: ignore[attr-defined]
+
+
+def _innermost_pass(moment: float) -> str:
+    best: tuple[float, str] | None = None
+    for start, end, label in _passes:
+        if start <= moment <= end and (best is None or start >= best[0]):
+            best = (start, label)
+    return best[1] if best else "(outside the passes)"
+
+
+def _report(jobs: int, by_pass: bool) -> None:
+    if not _runs:
+        print("in_flight: no test ran", file=sys.stderr)
+        return
+    events = sorted([(start, 1) for _, start, _ in _runs] + [(end, -1) for _, _, end in _runs])
+    shares: dict[int, float] = defaultdict(float)
+    short: dict[str, float] = defaultdict(float)
+    count, last = 0, events[0][0]
+    for moment, change in events:
+        shares[count] += moment - last
+        if by_pass and count < jobs and moment > last:
+            short[_innermost_pass((moment + last) / 2)] += moment - last
+        count, last = count + change, moment
+    total = sum(shares.values())
+    print(
+        "in flight: "
+        + ", ".join(f"{n}: {100 * seconds / total:.1f} %" for n, seconds in sorted(shares.items()))
+        + f" of {total:.2f} s",
+        file=sys.stderr,
+    )
+    by_slot: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for slot, start, end in sorted(_runs, key=lambda run: run[1]):
+        by_slot[slot].append((start, end))
+    gaps = sorted(
+        later[0] - earlier[1] for runs in by_slot.values() for earlier, later in pairwise(runs)
+    )
+    if gaps:
+        print(
+            f"gaps between a slot's tests: median {1000 * statistics.median(gaps):.2f} ms, "
+            f"75th {1000 * gaps[len(gaps) * 3 // 4]:.2f} ms, 90th "
+            f"{1000 * gaps[len(gaps) * 9 // 10]:.2f} ms; "
+            f"sum of those under 50 ms {sum(gap for gap in gaps if gap < 0.05):.2f} s",
+            file=sys.stderr,
+        )
+    for label, seconds in sorted(short.items(), key=lambda item: -item[1])[:15]:
+        print(f"  fewer than {jobs} in flight: {seconds:7.3f} s  {label}", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--by-pass", action="store_true", help="time short of jobs, by pass")
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="git-reduce's arguments")
+    args = parser.parse_args()
+    arguments = args.arguments[1:] if args.arguments[:1] == ["--"] else args.arguments
+    jobs = len(os.sched_getaffinity(0))  # the CLI's default
+    for flag in ("--jobs", "-j"):
+        if flag in arguments[:-1]:
+            jobs = int(arguments[arguments.index(flag) + 1])
+    _timed_runs()
+    if args.by_pass:
+        _timed_passes()
+    atexit.register(_report, jobs, args.by_pass)
+    sys.argv = ["git-reduce", *arguments]
+    from gitreduce.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()
