@@ -33,13 +33,8 @@ test, a warm-up or a test beside another ends, `set_jobs` widens the engine.
 Each of these wakes it (`Jobs.watch_for_free`), so the next candidate starts
 at once rather than when one of the batch's own judgements happens to end.
 
-Cached verdicts carry their provenance (`Outcome.local`). A verdict this
-repository's own runs produced decides a candidate either way. A foreign one
-(fetched from elsewhere) may only reject: a verdict that would accept a
-candidate is confirmed by running the test first, and the local verdict
-replaces it in the cache. Once a confirmation contradicts a foreign verdict,
-no foreign verdict is used for the rest of the run. So every accepted
-candidate, and hence the result, rests on a run made here.
+What a candidate's cheap checks and tests know, and which cached verdicts may
+decide it, is `core/memo.py`, the engine's base.
 """
 
 from __future__ import annotations
@@ -49,17 +44,15 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from gitreduce.core import tickets
 from gitreduce.core.errors import Interrupted
 from gitreduce.core.jobs import Job, Jobs
 from gitreduce.core.judges import Accepts, AfterSuccess, Judge, Lookahead, Precheck, TextJudge
-from gitreduce.core.keys import candidate_key
-from gitreduce.core.outcome import MemoryCache, Outcome, VerdictCache
+from gitreduce.core.memo import ORIGINALS, VerdictMemo
+from gitreduce.core.outcome import Outcome, VerdictCache
 from gitreduce.core.speculation import Bet, Speculation
-from gitreduce.core.stats import Stats
 
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
 # to cost nothing, often enough that an interrupt feels immediate.
@@ -80,12 +73,11 @@ _HAND_OVER_SECONDS = 0.1
 MAX_JOBS = 256
 
 
-ORIGINALS = "originals"  # the label of tests outside any pass: the originals, final checks
 C = TypeVar("C")
 T = TypeVar("T")
 
 
-class Engine:
+class Engine(VerdictMemo):
     """Runs batches of candidates through their judge and the oracle."""
 
     def __init__(
@@ -98,28 +90,22 @@ class Engine:
         skipped_passes: Iterable[str] = (),
         on_jobs: Callable[[int], None] | None = None,
     ) -> None:
-        self._run_test = run_test
+        lock = threading.Lock()
+        self._speculation = Speculation()
+        super().__init__(
+            run_test,
+            cache,
+            lock,
+            Jobs(lock, MAX_JOBS, lambda job: not self._speculation.bet_preferred_locked(job)),
+        )
         self._is_interesting = is_interesting
         self.jobs = min(max(1, jobs), MAX_JOBS)
         self._on_jobs = on_jobs
-        self.cache: VerdictCache = cache if cache is not None else MemoryCache()
-        self.stats = Stats()
         self.skipped_passes = frozenset(skipped_passes)
-        self._context = threading.local()
-        self._lock = threading.Lock()
-        self._speculation = Speculation()
-        self._jobs = Jobs(
-            self._lock, MAX_JOBS, lambda job: not self._speculation.bet_preferred_locked(job)
-        )
-        self._tests_in_flight: dict[str, threading.Event] = {}
-        self._syntax_rejects: set[str] = set()
         # whether a batch may still start candidates, and the tests waiting till it does not
         self._batch_open = False
         self._offers: deque[Job] = deque()
-        self._running = 0
-        self._busy_since = 0.0
         self._stopped = False
-        self._foreign_trusted = True  # until a confirmation contradicts a foreign verdict
 
     def close(self) -> None:
         self._jobs.close()
@@ -171,133 +157,6 @@ class Engine:
             if done or (until is not None and time.monotonic() >= until):
                 return
 
-    def recall(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
-        """A verdict already known for `text` that may decide it, counted as a cache hit.
-
-        A local verdict always may. A foreign one may only when it rejects:
-        `accepts` says no to it. None when there is no such verdict, and for a
-        foreign one without `accepts` (a single check, where every verdict
-        decides something): those are confirmed by `outcome`.
-        """
-        cached = self.known(text, accepts)
-        if cached is None:
-            return None
-        self.stats.cache_hits += 1
-        self.stats.of_pass(self._label()).cache_hits += 1
-        if not cached.local:
-            self.stats.foreign_used += 1
-        return cached
-
-    def known(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
-        """What `recall` would give, not counted: for choosing what to test ahead."""
-        cached = self.cache.get(candidate_key(text))
-        if cached is None or not self._decides(cached, accepts):
-            return None
-        if not cached.local and getattr(self._context, "reading_ahead", False):
-            return None  # a test still running may end the trust: the judgement decides it
-        return cached
-
-    @contextmanager
-    def counting_for(self, label: str) -> Iterator[None]:
-        """Count what this thread does meanwhile (tests, cache hits, syntax rejections)
-        for the pass `label`: for checks made outside a batch."""
-        outer = self._label()
-        self._context.label = label
-        try:
-            yield
-        finally:
-            self._context.label = outer
-
-    def _decides(self, cached: Outcome, accepts: Accepts | None) -> bool:
-        """Whether `cached` may stand for a run: see the module's docstring."""
-        if cached.local:
-            return True
-        return accepts is not None and self._foreign_trusted and not accepts(cached)
-
-    def parses(self, text: bytes, precheck: Precheck | None) -> bool:
-        """The syntax pre-check, remembered per text so a rejected text is parsed once."""
-        if precheck is None:
-            return True
-        key = candidate_key(text)
-        if key in self._syntax_rejects:
-            return False
-        if precheck(text):
-            return True
-        self.stats.syntax_rejected += 1
-        self.stats.of_pass(self._label()).syntax_rejected += 1
-        self._syntax_rejects.add(key)
-        return False
-
-    def outcome(self, text: bytes, accepts: Accepts | None = None) -> Outcome:
-        """The test's verdict on `text`: cached, awaited from another worker, or run now.
-
-        A cached foreign verdict is used only where `recall` would use it;
-        otherwise the test runs to confirm it, and a confirmation that says
-        otherwise is counted and ends the trust in foreign verdicts.
-        Called from worker threads; a text is never tested twice at once. A
-        judgement abandoned meanwhile starts no test: `tickets.Abandoned`.
-        """
-        key = candidate_key(text)
-        while True:
-            tickets.check()
-            with self._lock:
-                cached = self.cache.get(key)
-                if cached is not None and self._decides(cached, accepts):
-                    if not cached.local:
-                        self.stats.foreign_used += 1
-                    return cached
-                running = self._tests_in_flight.get(key)
-                if running is None:
-                    self._tests_in_flight[key] = threading.Event()
-                    break
-                self._jobs.wait_begins_locked()
-            tickets.test_under_way()  # another judgement's test, but running: nothing to start
-            try:
-                running.wait()
-            finally:
-                with self._lock:
-                    self._jobs.wait_ends_locked()
-        try:
-            fresh = self._timed_run(key, text)
-        finally:
-            with self._lock:
-                self._tests_in_flight.pop(key).set()
-        if cached is not None:
-            self._confirmed(cached, fresh, accepts)
-        return fresh
-
-    def _confirmed(self, foreign: Outcome, fresh: Outcome, accepts: Accepts | None) -> None:
-        if accepts is not None:
-            contradicted = accepts(foreign) != accepts(fresh)
-        else:
-            contradicted = (foreign.verdict, foreign.signature) != (fresh.verdict, fresh.signature)
-        with self._lock:
-            self.stats.confirmations += 1
-            if contradicted:
-                self.stats.contradicted += 1
-                self._foreign_trusted = False
-
-    def _timed_run(self, key: str, text: bytes) -> Outcome:
-        with self._lock:
-            started = time.monotonic()
-            if self._running == 0:
-                self._busy_since = started
-            self._running += 1
-        try:
-            outcome = self._run_test(text)
-        finally:
-            with self._lock:
-                self._running -= 1
-                ended = time.monotonic()
-                self.stats.test_seconds += ended - started
-                if self._running == 0:
-                    self.stats.oracle_busy_seconds += ended - self._busy_since
-        with self._lock:
-            self.cache.put(key, outcome)
-            self.stats.tests_run += 1
-            self.stats.of_pass(self._label()).tests += 1
-        return outcome
-
     def test(self, text: bytes, *, label: str = ORIGINALS) -> Outcome:
         """Run (or recall) one text without any gate: for single checks (bisection steps, a
         pair's final comment check). Every verdict of such a check decides something, so
@@ -319,10 +178,6 @@ class Engine:
         future = self._jobs.run(labelled)
         self._wait_any([future])
         return future.result()
-
-    def _label(self) -> str:
-        """The pass whose batch this thread is working for."""
-        return getattr(self._context, "label", ORIGINALS)
 
     def _submit(self, judge: Judge[C], candidate: C, label: str, *, queued: bool = False) -> Job:
         """A job judging `candidate`, started now, or `queued` for the next job that ends with
