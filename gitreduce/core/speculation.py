@@ -73,10 +73,11 @@ class Speculation:
         a bet what it asks next if the candidate it assumed was taken), so its
         answer is this batch's. Taking the job over, rather than submitting
         another that would wait on the same test, keeps the count of busy jobs
-        right from the start.
+        right from the start. Only a begun one is taken: one still queued may never
+        begin, and a batch waiting on it would wait for ever.
         """
         for position, warm in enumerate(self.warm_ups):
-            if warm.candidate == candidate:
+            if warm.candidate == candidate and warm.job.started:
                 del self.warm_ups[position]
                 return warm.job
         return None
@@ -84,10 +85,11 @@ class Speculation:
     def settle(self, winner: int | None) -> None:
         """At a batch's end (`winner`: the index it answered, or None), keep the warm-ups
         made for what follows that answer, for the next batch to find, and abandon the
-        rest: derived from a text the answer replaced, or assuming a winner it is not."""
+        rest: derived from a text the answer replaced, or assuming a winner it is not,
+        or never begun (queued for a refusal, or a successor, that no job took)."""
         kept = []
         for warm in self.warm_ups:
-            if warm.assumes == winner:
+            if warm.assumes == winner and warm.job.started:
                 kept.append(WarmUp(warm.candidate, warm.job))
             else:
                 warm.job.ticket.abandon()
@@ -104,10 +106,10 @@ class Speculation:
         """A judgement of the batch ended after `seconds`, winning or not."""
         self._odds.record(seconds, won)
 
-    def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
+    def worth_making(self, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
-        running), more likely wins than loses and has something left to bet on."""
-        elapsed = _running_for(bet, index, job)
+        running), more likely wins than loses."""
+        elapsed = _running_for(None, index, job)
         return elapsed is not None and self._odds.favour_success(elapsed)
 
     def when_to_bet(self, bet: Bet | None, index: int, job: Job | None) -> float | None:

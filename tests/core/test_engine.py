@@ -609,17 +609,49 @@ def test_a_winner_abandons_the_warm_ups_of_the_text_it_replaced(make_engine):
     assert engine.cache.get(blob_id(b"stale")) is None
 
 
-def test_one_job_never_looks_ahead(make_engine):
-    recorder = Recorder()
-    engine = make_engine(recorder, jobs=1)
+def test_at_one_job_the_last_refusal_goes_on_with_what_the_caller_tries_next(make_engine):
+    """At one job the lookahead is no speculation: the job whose refusal ends the batch
+    with no winner goes straight on with the lookahead's first candidate, which the next
+    batch takes over. Two batches, one test at a time, in order, one hand-off from a main
+    thread (before: the lookahead was never read at one job, and the next batch's main
+    thread started its first test once it had built the batch)."""
+    recorder = Recorder(lambda text: 0.02)
 
-    def lookahead() -> list[bytes]:
-        raise AssertionError("read at one job")
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        return recorder(text)
 
-    assert (
-        engine.first_success([b"a", b"b"], smaller_than=100, label="t", lookahead=lookahead) is None
+    engine = make_engine(run, jobs=1)
+    handed_off = counting_hand_offs(engine)
+    found = engine.first_success(
+        [b"a", b"b"], smaller_than=100, label="t", lookahead=lambda: [b"c", b"d!"]
     )
-    assert recorder.started == [b"a", b"b"]
+    assert found is None
+    assert engine.first_success([b"c", b"d!"], smaller_than=100, label="t") == (1, b"d!")
+    assert recorder.started == [b"a", b"b", b"c", b"d!"]
+    assert recorder.max_running == 1
+    assert len(handed_off) == 1
+
+
+def test_at_one_job_a_winner_leaves_the_lookahead_untested(make_engine):
+    """The batch's last candidate wins: what was queued for its refusal is dropped unrun,
+    and the next batch tests its candidates itself."""
+    recorder = Recorder(lambda text: 0.02)
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        return recorder(text)
+
+    engine = make_engine(run, jobs=1)
+    found = engine.first_success(
+        [b"a", b"b!"], smaller_than=100, label="t", lookahead=lambda: [b"c"]
+    )
+    assert found == (1, b"b!")
+    wait_idle(engine)
+    time.sleep(0.1)
+    assert recorder.started == [b"a", b"b!"]
+    assert engine.first_success([b"c", b"d!"], smaller_than=100, label="t") == (1, b"d!")
+    assert recorder.started == [b"a", b"b!", b"c", b"d!"]
 
 
 def test_a_judgement_waiting_on_an_identical_test_holds_no_job(make_engine):
@@ -726,14 +758,7 @@ def test_a_job_that_refuses_goes_on_with_the_next_candidate_itself(make_engine):
         return recorder(text)
 
     engine = make_engine(run, jobs=1)
-    handed_off = []
-    submit = engine._jobs._pool.submit
-
-    def counted(*args, **kwargs):
-        handed_off.append(args)
-        return submit(*args, **kwargs)
-
-    engine._jobs._pool.submit = counted
+    handed_off = counting_hand_offs(engine)
     batch = [b"a", b"b", b"c", b"d", b"e!", b"f"]
     assert engine.first_success(batch, smaller_than=100, label="t") == (4, b"e!")
     assert recorder.started == batch[:5]
@@ -783,6 +808,62 @@ def test_a_winners_job_does_not_go_on_with_what_was_queued_after_it(make_engine)
     wait_idle(engine)
     time.sleep(0.1)
     assert recorder.started == [b"a!"]
+
+
+def counting_hand_offs(engine: Engine) -> list[object]:
+    """The engine's hand-offs to its pool from now on: one per job a main thread starts."""
+    handed_off: list[object] = []
+    submit = engine._jobs._pool.submit
+
+    def counted(*args, **kwargs):
+        handed_off.append(args)
+        return submit(*args, **kwargs)
+
+    engine._jobs._pool.submit = counted
+    return handed_off
+
+
+def test_a_winners_job_goes_straight_on_with_what_its_caller_tries_next(make_engine):
+    """At one job, the job whose candidate wins goes on at once with the first candidate
+    the caller says it tries after that win; the next batch takes that judgement over.
+    Two batches, five tests, one hand-off from a main thread: before, the next batch's
+    first test was started by its main thread, once it had woken and built the batch."""
+    recorder = Recorder(lambda text: 0.02)
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        return recorder(text)
+
+    engine = make_engine(run, jobs=1)
+    handed_off = counting_hand_offs(engine)
+    found = engine.first_success(
+        [b"a", b"b!", b"c"], smaller_than=100, label="t", after=lambda index: [b"d", b"e!"]
+    )
+    assert found == (1, b"b!")
+    assert engine.first_success([b"d", b"e!"], smaller_than=100, label="t") == (1, b"e!")
+    assert recorder.started == [b"a", b"b!", b"d", b"e!"]
+    assert recorder.max_running == 1
+    assert len(handed_off) == 1
+
+
+def test_the_successor_of_a_candidate_that_loses_never_runs(make_engine):
+    """What follows a win costs nothing when there is none: the losers' successors are
+    dropped unrun, and the answer is the one at one job without them."""
+    recorder = Recorder(lambda text: 0.02)
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        return recorder(text)
+
+    engine = make_engine(run, jobs=1)
+    found = engine.first_success(
+        [b"a", b"b", b"c!"], smaller_than=100, label="t", after=lambda index: [b"x%d!" % index]
+    )
+    assert found == (2, b"c!")
+    wait_idle(engine)
+    time.sleep(0.1)
+    assert recorder.started == [b"a", b"b", b"c!", b"x2!"]
+    assert engine.cache.get(blob_id(b"x0!")) is None and engine.cache.get(blob_id(b"x1!")) is None
 
 
 def taught_that_slow_ones_win(make_engine, run: Callable[[bytes], Outcome]) -> Engine:

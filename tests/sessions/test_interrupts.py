@@ -47,7 +47,7 @@ from gitreduce.sessions.interrupts import deferred, deferring
 
 GIT_REDUCE = Path(sys.executable).parent / "git-reduce"
 SEED = int(os.environ.get("GITREDUCE_STRESS_SEED", "12"))
-DELIVERIES = int(os.environ.get("GITREDUCE_STRESS_DELIVERIES", "60"))
+DELIVERIES = int(os.environ.get("GITREDUCE_STRESS_DELIVERIES", "40"))
 AT_ONCE = 4  # runs in flight together, to keep the suite's time reasonable
 
 
