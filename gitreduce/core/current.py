@@ -46,6 +46,9 @@ class Current:
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests
         # called before each candidate is read: it may raise to stop the pass at once
         self.checkpoint: Callable[[], None] | None = None
+        # what the schedule tries next once the running pass takes nothing more: the
+        # lookahead of a pass's batches whose refusing all ends the pass
+        self.then: Lookahead[bytes] | None = None
         self._on_change = on_change
         self.text = text
         # the text as the engine took it: a rendered candidate remembers its base and edits
@@ -123,12 +126,15 @@ class Current:
         derived from its text, as the next round derives them. The engine is told so
         (`after`), and the job that finds it interesting goes straight on with the
         first of them. The candidates of the running round are remembered for it, the
-        last `_AFTER_WINDOW` read.
+        last `_AFTER_WINDOW` read. What follows a round that takes nothing is the end
+        of the pass: `then`, its lookahead.
         """
         progress = False
         while self.parsed is not None:
             round_ = _Round(self.engine, self.syntax, candidates_of)
-            found = self.try_candidates(round_.reading(candidates_of(self)), after=round_.after)
+            found = self.try_candidates(
+                round_.reading(candidates_of(self)), self.then, after=round_.after
+            )
             if found is None:
                 return progress
             progress = True
@@ -136,7 +142,7 @@ class Current:
 
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
-        return self.try_candidates([rewrite(self.text)]) is not None
+        return self.try_candidates([rewrite(self.text)], self.then) is not None
 
 
 class _Round:

@@ -10,7 +10,7 @@ docs/passes.md.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -39,13 +39,17 @@ class Pass(Generic[T]):
     """One pass of a schedule: `run` shrinks the target and says whether it did.
 
     `applies` decides, each time the schedule reaches the pass, whether it runs
-    at all (a grammar pass on a file without a grammar does not).
+    at all (a grammar pass on a file without a grammar does not). `first_batch`,
+    where the pass knows it from the target alone, gives the candidates its
+    first batch tries, in order: while the pass before it tests its last
+    candidates, the engine starts on those (`Current.then`).
     """
 
     name: str
     run: Callable[[T], bool]
     summary: str
     applies: Callable[[T], bool] = lambda target: True
+    first_batch: Callable[[T], Iterable[bytes]] | None = None
 
 
 def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
@@ -56,13 +60,11 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
     pass is switched off when its name or its full label is in the engine's
     `skipped_passes`.
     """
-    if not declared.applies(target):
+    if not switched_on(declared, target, on):
         return False
     outer = on.label
-    label = f"{outer}/{declared.name}" if outer else declared.name
+    label = _label(declared, on)
     engine = on.engine
-    if declared.name in engine.skipped_passes or label in engine.skipped_passes:
-        return False
     stats = engine.stats.of_pass(label)  # before its nested passes: the profile reads in order
     tokens_before = on.tokens
     started = time.monotonic()
@@ -75,3 +77,16 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
         stats.seconds += time.monotonic() - started
         stats.tokens_removed += max(0, tokens_before - on.tokens)
     return progress
+
+
+def switched_on(declared: Pass[T], target: T, on: PassTarget) -> bool:
+    """Whether `run_pass(declared, target, on)` would run the pass now: it applies, and
+    neither its name nor its full label is among the engine's skipped passes."""
+    if not declared.applies(target):
+        return False
+    skipped = on.engine.skipped_passes
+    return declared.name not in skipped and _label(declared, on) not in skipped
+
+
+def _label(declared: Pass[T], on: PassTarget) -> str:
+    return f"{on.label}/{declared.name}" if on.label else declared.name

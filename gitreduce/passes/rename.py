@@ -111,7 +111,8 @@ def rename(current: Current) -> bool:
         plan = _plan(current, refused)
         text = current.text
         found = current.try_candidates(
-            edits.apply(text, changes, renames=_renames(key, changes)) for key, changes in plan
+            (edits.apply(text, changes, renames=_renames(key, changes)) for key, changes in plan),
+            current.then,
         )
         if found is None:
             return progress

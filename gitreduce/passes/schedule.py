@@ -14,25 +14,26 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from gitreduce.core.current import Current, Unit, delete_units
-from gitreduce.core.pass_runner import Pass, run_pass
+from gitreduce.core.pass_runner import Pass, run_pass, switched_on
 from gitreduce.lang.syntax import plain_tokens
-from gitreduce.passes.aliases import alias_declarations
-from gitreduce.passes.conversions import convert_structures
+from gitreduce.passes.aliases import alias_candidates, alias_declarations
+from gitreduce.passes.conversions import conversion_candidates, convert_structures
 from gitreduce.passes.identifiers import replace_identifiers
-from gitreduce.passes.inlining import inline_and_fold
+from gitreduce.passes.inlining import inline_and_fold, inlining_candidates
 from gitreduce.passes.lenient import delete_tokens_ungated, worthwhile
-from gitreduce.passes.names import delete_names
-from gitreduce.passes.parameters import delete_parameters
+from gitreduce.passes.names import delete_names, name_candidates
+from gitreduce.passes.parameters import delete_parameters, parameter_candidates
 from gitreduce.passes.rename import rename
-from gitreduce.passes.results import delete_results
+from gitreduce.passes.results import delete_results, return_candidates
 from gitreduce.passes.subtrees import replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
-from gitreduce.passes.types import replace_types
+from gitreduce.passes.types import replace_types, type_candidates
 from gitreduce.passes.windows import (
+    bracket_candidates,
     delete_brackets,
     delete_window_subsets,
     delete_windows,
@@ -152,24 +153,28 @@ ROUND: tuple[Pass[Program], ...] = (
         lambda program: delete_names(program.current),
         "a declared name together with every construct that uses it",
         applies=_parsed,
+        first_batch=lambda program: name_candidates(program.current),
     ),
     Pass(
         "parameters",
         lambda program: delete_parameters(program.current),
         "the i-th parameter of a function with the i-th argument of each of its calls",
         applies=_parsed,
+        first_batch=lambda program: parameter_candidates(program.current),
     ),
     Pass(
         "results",
         lambda program: delete_results(program.current),
         "a function's result type with the values it returns",
         applies=_parsed,
+        first_batch=lambda program: return_candidates(program.current),
     ),
     Pass(
         "brackets",
         lambda program: delete_brackets(program.current),
         "a matching pair of brackets, keeping what they enclose",
         applies=_parsed,
+        first_batch=lambda program: bracket_candidates(program.current),
     ),
     Pass(
         "lines",
@@ -208,6 +213,14 @@ def _subtrees(program: Program) -> bool:
     return replace_subtrees(program.current, program.original)
 
 
+def _first_types(program: Program) -> Iterable[bytes]:
+    """What `replace_types` tries first: its plan with nothing settled yet."""
+    current = program.current
+    if current.parsed is None or current.syntax is None:
+        return []
+    return [candidate for _, candidate in type_candidates(current, frozenset())]
+
+
 LATE: tuple[Pass[Program], ...] = (
     Pass(
         "identifiers",
@@ -221,6 +234,7 @@ LATE: tuple[Pass[Program], ...] = (
         lambda program: replace_types(program.current),
         "a type alias inlined at its uses, or a type the file does not define made plain (int)",
         applies=lambda program: small_enough(program.current),
+        first_batch=_first_types,
     ),
     Pass(
         "conversions",
@@ -229,6 +243,7 @@ LATE: tuple[Pass[Program], ...] = (
         "a variable without a value to the parameter of the one function using it; "
         "a record's named fields to positional ones (Rust)",
         applies=_parsed,
+        first_batch=lambda program: conversion_candidates(program.current),
     ),
     Pass(
         "inline",
@@ -236,12 +251,14 @@ LATE: tuple[Pass[Program], ...] = (
         "a function called once inlined at its call (C++: as a lambda); a statement's "
         "expression folded into the value the next statement reads",
         applies=lambda program: small_enough(program.current),
+        first_batch=lambda program: inlining_candidates(program.current),
     ),
     Pass(
         "aliases",
         lambda program: alias_declarations(program.current),
         "a declaration nothing refers to made an alias of one type it names (`type T = R<1>;`)",
         applies=lambda program: small_enough(program.current),
+        first_batch=lambda program: alias_candidates(program.current),
     ),
     Pass(
         "subtrees",
@@ -278,6 +295,7 @@ FINAL: tuple[Pass[Program], ...] = (
         "tidy",
         lambda program: program.current.try_rewrite(tidy),
         "white space normalised (trailing blanks, blank runs, a shared margin), if the test agrees",
+        first_batch=lambda program: [tidy(program.current.text)],
     ),
     Pass(
         "newline",
@@ -289,12 +307,48 @@ FINAL: tuple[Pass[Program], ...] = (
 """Passes run once, after the rounds reached their fixpoint."""
 
 
+def _in_order(program: Program, passes: Iterable[Pass[Program]]) -> bool:
+    """Run `passes` one after another; whether any shrank the program.
+
+    While a pass runs, the first batch of the one after it (if it declares it and
+    will run) is the pass's `Current.then`: its last batch's lookahead, tested by
+    the jobs its last candidates leave idle.
+    """
+    current = program.current
+    progress = False
+    order = list(passes)
+    for declared, following in zip(order, [*order[1:], None], strict=True):
+        current.then = _first_batch_of(following, program)
+        try:
+            progress = run_pass(declared, program, current) or progress
+        finally:
+            current.then = None
+    return progress
+
+
+def _first_batch_of(
+    declared: Pass[Program] | None, program: Program
+) -> Callable[[], Iterable[bytes]] | None:
+    """`declared`'s first batch, as a lookahead read when the pass before it ends: none if
+    it declares none or will not run then."""
+    if declared is None or declared.first_batch is None:
+        return None
+    first_batch = declared.first_batch
+    current = program.current
+
+    def lookahead() -> Iterable[bytes]:
+        if not switched_on(declared, program, current):
+            return ()
+        return first_batch(program)
+
+    return lookahead
+
+
 def _rounds(program: Program, order: tuple[Pass[Program], ...]) -> None:
     current = program.current
     while True:
         before = len(current.text)
-        for declared in order:
-            run_pass(declared, program, current)
+        _in_order(program, order)
         if len(current.text) >= before:
             return
 
@@ -322,10 +376,7 @@ def reduce_program(
     program = Program.of(current, learnt, phrases=phrases)
     while True:
         _rounds(program, GROUPS_FIRST_ROUND if groups_first else ROUND)
-        progress = False
-        for declared in LATE:
-            progress = run_pass(declared, program, current) or progress
-        if not progress:
+        if not _in_order(program, LATE):
             break
     if final:
         _finish(program)
@@ -338,5 +389,4 @@ def finish_program(current: Current, *, ended_with_newline: bool) -> None:
 
 
 def _finish(program: Program) -> None:
-    for declared in FINAL:
-        run_pass(declared, program, program.current)
+    _in_order(program, FINAL)

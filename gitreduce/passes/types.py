@@ -144,7 +144,7 @@ def replace_types(current: Current) -> bool:
     progress = False
     while current.parsed is not None and current.syntax is not None:
         plan = type_candidates(current, frozenset(settled))
-        found = current.try_candidates(candidate for _, candidate in plan)
+        found = current.try_candidates((candidate for _, candidate in plan), current.then)
         if found is None:
             return progress
         settled.update(name for name, _ in plan[: found + 1])

@@ -17,7 +17,7 @@ BRACKETS = {b"(": b")", b"[": b"]", b"{": b"}", b"<": b">"}
 WINDOW_SIZES = (3, 2)
 
 
-def _bracket_candidates(current: Current) -> Iterator[bytes]:
+def bracket_candidates(current: Current) -> Iterator[bytes]:
     parsed = current.parsed
     assert parsed is not None
     pending = [parsed.tree.root_node]
@@ -45,7 +45,7 @@ def _window_candidates(current: Current, size: int, start_at: int) -> Iterator[b
 
 
 def delete_brackets(current: Current) -> bool:
-    return current.try_until_none(_bracket_candidates)
+    return current.try_until_none(bracket_candidates)
 
 
 def delete_windows(current: Current) -> bool:

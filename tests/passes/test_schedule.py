@@ -12,6 +12,8 @@ import ast
 import itertools
 import re
 import threading
+import time
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,10 +28,18 @@ from support import (
     reduce_text,
 )
 
+from gitreduce.core import tickets
 from gitreduce.core.current import Current, Unit, delete_units, first_then_delete_units
+from gitreduce.core.engine import Engine
+from gitreduce.core.outcome import Outcome, Verdict
+from gitreduce.core.pass_runner import Pass
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import (
+    _GROUP_PASSES,
+    ROUND,
+    Program,
+    _in_order,
     finish_program,
     line_units,
     reduce_program,
@@ -537,3 +547,63 @@ def test_without_phrases_the_sweeps_offer_only_the_current_texts():
         results[phrases] = result, len(tested)
     assert results[False][0] == results[True][0]
     assert results[False][1] < results[True][1]
+
+
+# --- one pass's end, the next one's start ------------------------------------------------
+
+GROUPS_PROGRAM = b"""int g(int p, int q) { return p + q; }
+int f(int a, int b) { return a * b; }
+int main(void) {
+  int x = 3;
+  int y = 4;
+  return f(x, y) + g(y, x);
+}
+"""
+
+
+def _grouped(passes: list[Pass[Program]]) -> tuple[bytes, list[bytes], int]:
+    """The text `passes` leave of GROUPS_PROGRAM at one job, the tests in the order they
+    ran and how many jobs the main thread handed to the pool. Each test takes 20 ms and
+    says when it runs, as the oracle's do."""
+    tests: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        tests.append(text)
+        time.sleep(0.02)
+        keeps = b"f(x" in text
+        return Outcome(Verdict.BAD if keeps else Verdict.GOOD, 1 if keeps else 0, 0.0)
+
+    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    hand_offs = []
+    submit = engine._jobs._pool.submit
+
+    def counted(*args, **kwargs):
+        hand_offs.append(args)
+        return submit(*args, **kwargs)
+
+    engine._jobs._pool.submit = counted
+    grammar = grammars.load("c")
+    assert grammar is not None
+    current = Current(GROUPS_PROGRAM, engine, Syntax(grammar, GROUPS_PROGRAM))
+    try:
+        _in_order(Program.of(current), passes)
+    finally:
+        engine.close()
+    return current.text, tests, len(hand_offs)
+
+
+def test_a_pass_ending_hands_its_idle_job_the_next_passs_first_test():
+    """The grouped passes in order at one job: each pass's last batch, once it refuses,
+    goes on with the next pass's first candidate (its `first_batch`, the last batch's
+    lookahead), so the main thread hands fewer jobs to the pool. The tests, their order
+    and the result are those of passes that declare no first batch."""
+    grouped = [declared for declared in ROUND if declared.name in _GROUP_PASSES]
+    assert all(declared.first_batch is not None for declared in grouped)
+    text, tests, hand_offs = _grouped(grouped)
+    plain_text, plain_tests, plain_hand_offs = _grouped(
+        [replace(declared, first_batch=None) for declared in grouped]
+    )
+    assert (text, tests) == (plain_text, plain_tests)
+    assert len(text) < len(GROUPS_PROGRAM)
+    assert hand_offs < plain_hand_offs

@@ -13,9 +13,9 @@ from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import token_units
 from gitreduce.passes.windows import (
-    _bracket_candidates,
     _gapped_subsets,
     _window_candidates,
+    bracket_candidates,
     delete_brackets,
     delete_window_subsets,
     delete_windows,
@@ -60,7 +60,7 @@ def test_every_matching_pair_is_a_candidate_outermost_first():
     text = b"int main(void) { return f((x)); }\n"
     current = current_for(text, "c")
     try:
-        found = [tokens(c) for c in _bracket_candidates(current)]
+        found = [tokens(c) for c in bracket_candidates(current)]
     finally:
         current.engine.close()
     assert found == [
