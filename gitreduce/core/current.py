@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gitreduce.core import edits
-from gitreduce.core.ddmin import Plan, Subset, ddmin
+from gitreduce.core.ddmin import Plan, Subset, ddmin, opening
 from gitreduce.core.engine import Engine
 from gitreduce.core.judges import Accepts, AfterSuccess, Lookahead, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
@@ -259,9 +259,25 @@ def deletion_spans(units: Sequence[Unit], kept: Sequence[int]) -> list[tuple[int
     return spans
 
 
-def delete_units(current: Current, units: Sequence[Unit], *, try_empty: bool = True) -> bool:
-    """ddmin over units of the current text (see `deletion_spans`); True if any went."""
-    return first_then_delete_units(current, (), bytes, units, try_empty=try_empty)[1]
+def delete_units(
+    current: Current,
+    units: Sequence[Unit],
+    *,
+    try_empty: bool = True,
+    lookahead: Lookahead[bytes] | None = None,
+) -> bool:
+    """ddmin over units of the current text (see `deletion_spans`); True if any went.
+    `lookahead`: what the caller tries next once ddmin takes nothing more."""
+    return first_then_delete_units(
+        current, (), bytes, units, try_empty=try_empty, lookahead=lookahead
+    )[1]
+
+
+def opening_deletions(current: Current, units: Sequence[Unit]) -> Iterator[bytes]:
+    """The candidates `delete_units(current, units)` tries first, in its order."""
+    snapshot = current.text
+    for kept in opening(len(units)):
+        yield render_deletions(snapshot, deletion_spans(units, kept))
 
 
 class _FirstTaken(Exception):

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from gitreduce.core.current import Current, Unit, delete_units
+from gitreduce.core.current import Current, Unit, delete_units, opening_deletions
 from gitreduce.core.pass_runner import Pass, run_pass, switched_on
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.aliases import alias_candidates, alias_declarations
@@ -37,6 +37,7 @@ from gitreduce.passes.windows import (
     delete_brackets,
     delete_window_subsets,
     delete_windows,
+    first_windows,
     small_enough,
 )
 
@@ -184,14 +185,20 @@ ROUND: tuple[Pass[Program], ...] = (
     ),
     Pass(
         "tokens",
-        lambda program: delete_units(program.current, token_units(program.current)),
+        lambda program: delete_units(
+            program.current, token_units(program.current), lookahead=program.current.then
+        ),
         "ddmin over tokens: what no grammar rule offers (a qualifier, an operator)",
+        first_batch=lambda program: opening_deletions(
+            program.current, token_units(program.current)
+        ),
     ),
     Pass(
         "windows",
         lambda program: delete_windows(program.current),
         "short unaligned runs of tokens that ddmin's chunks miss",
         applies=_parsed,
+        first_batch=lambda program: first_windows(program.current),
     ),
 )
 """One round of the single-program schedule, in order; rounds repeat while they shrink."""

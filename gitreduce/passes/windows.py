@@ -48,6 +48,11 @@ def delete_brackets(current: Current) -> bool:
     return current.try_until_none(bracket_candidates)
 
 
+def first_windows(current: Current) -> Iterator[bytes]:
+    """The candidates `delete_windows` tries first."""
+    return _window_candidates(current, WINDOW_SIZES[0], 0)
+
+
 def delete_windows(current: Current) -> bool:
     """Every run of 3, then 2, adjacent tokens, resuming after each success where it was."""
     progress = False

@@ -37,6 +37,8 @@ from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import (
     _GROUP_PASSES,
+    FINAL,
+    LATE,
     ROUND,
     Program,
     _in_order,
@@ -607,3 +609,56 @@ def test_a_pass_ending_hands_its_idle_job_the_next_passs_first_test():
     assert (text, tests) == (plain_text, plain_tests)
     assert len(text) < len(GROUPS_PROGRAM)
     assert hand_offs < plain_hand_offs
+
+
+def sent_first(declared: Pass[Program], language: str, program: bytes) -> tuple[list, list]:
+    """What `declared` declares as its first batch on `program`, and the candidates of the
+    first batch it sends the engine, under a test nothing passes; None if it does not
+    apply."""
+    grammar = grammars.load(language)
+    assert grammar is not None and declared.first_batch is not None
+    engine = make_engine(lambda text: False, jobs=1)
+    current = Current(program, engine, Syntax(grammar, program))
+    target = Program.of(current)
+    batches: list[list[bytes]] = []
+    first_judged = engine.first_judged
+
+    def recorded(candidates, judge, **options):
+        seen: list[bytes] = []
+        batches.append(seen)
+
+        def reading():
+            for candidate in candidates:
+                seen.append(bytes(candidate))
+                yield candidate
+
+        return first_judged(reading(), judge, **options)
+
+    engine.first_judged = recorded
+    try:
+        if not declared.applies(target):
+            return None
+        expected = [bytes(candidate) for candidate in declared.first_batch(target)]
+        declared.run(target)
+    finally:
+        engine.close()
+    assert batches, declared.name
+    return expected, batches[0]
+
+
+@pytest.mark.parametrize(
+    ("language", "program"), [("c", C_PROGRAM), ("c", GROUPS_PROGRAM), ("r", R_PROGRAM)]
+)
+def test_a_declared_first_batch_is_what_its_pass_tries_first(language, program):
+    """Each pass that declares its first batch sends exactly that to the engine first (all
+    of it, for a test nothing passes): what the pass before it warms up is never a test
+    one job would not have run."""
+    checked = []
+    for declared in (*ROUND, *LATE, *FINAL):
+        if declared.first_batch is None:
+            continue
+        sent = sent_first(declared, language, program)
+        if sent is not None:
+            assert sent[0] == sent[1], declared.name
+            checked.append(declared.name)
+    assert {"names", "parameters", "tokens", "windows", "tidy"} <= set(checked)
