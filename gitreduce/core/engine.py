@@ -294,16 +294,22 @@ class Engine(VerdictMemo):
             candidate: Any = next(lookahead, _NONE_LEFT)
             if candidate is _NONE_LEFT:
                 break
-            self._context.reading_ahead = True
-            try:
-                verdict = judge.quick(candidate)
-            finally:
-                self._context.reading_ahead = False
+            verdict = self._quick(judge, candidate, reading_ahead=True)
             if verdict is None and not self._speculation.running(candidate):
                 job = self._submit(judge, candidate, label, queued=True)
                 self._speculation.add(candidate, job)
                 queued.append(job)
         return queued
+
+    def _quick(self, judge: Judge[C], candidate: C, *, reading_ahead: bool) -> bool | None:
+        """`judge.quick(candidate)`; `reading_ahead`: while tests run, where a foreign verdict
+        decides nothing yet (one of those tests may be the confirmation that ends the trust
+        in them, and the answer must not depend on whether it ended first)."""
+        self._context.reading_ahead = reading_ahead
+        try:
+            return judge.quick(candidate)
+        finally:
+            self._context.reading_ahead = False
 
     def _next_bet(self, bet: Bet, judge: Judge[C]) -> tuple[C] | None:
         """The next candidate `bet` says its caller tries after the winner it assumes that
@@ -317,11 +323,7 @@ class Engine(VerdictMemo):
             if candidate is _NONE_LEFT:
                 bet.exhausted = True
                 return None
-            self._context.reading_ahead = True
-            try:
-                verdict = judge.quick(candidate)
-            finally:
-                self._context.reading_ahead = False
+            verdict = self._quick(judge, candidate, reading_ahead=True)
             if verdict is None and not self._speculation.running(candidate):
                 return (candidate,)
         return None
@@ -454,12 +456,8 @@ class Engine(VerdictMemo):
         queued: list[Job] = []  # queued for a worker, not yet seen begun
 
         def pull(reading_ahead: bool = False) -> None:
-            """The next candidate through the cheap checks: known, or ready for a job.
-
-            Read ahead while tests run, a foreign verdict decides nothing yet: one
-            of those tests may be the confirmation that ends the trust in them, and
-            the answer must not depend on whether it ended first.
-            """
+            """The next candidate through the cheap checks (`_quick`): known, or ready for
+            a job."""
             nonlocal exhausted, earliest_success
             try:
                 index, candidate = next(pending)
@@ -467,11 +465,7 @@ class Engine(VerdictMemo):
                 exhausted = True
                 return
             held[index] = candidate
-            self._context.reading_ahead = reading_ahead
-            try:
-                verdict = judge.quick(candidate)
-            finally:
-                self._context.reading_ahead = False
+            verdict = self._quick(judge, candidate, reading_ahead=reading_ahead)
             if verdict is None:
                 ready.append(index)
                 return
