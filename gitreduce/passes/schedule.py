@@ -123,7 +123,7 @@ def sweep(current: Current, original: Catalog) -> bool:
     text by the time a node that could take them comes up.
     """
     assert current.parsed is not None
-    return TreeReducer(current, original.extended(current.parsed)).sweep()
+    return TreeReducer(current, original.extended(current.parsed), current.then).sweep()
 
 
 def _sweeps(program: Program) -> bool:

@@ -28,6 +28,7 @@ from gitreduce.core.current import (
     render_deletions,
 )
 from gitreduce.core.ddmin import opening
+from gitreduce.core.judges import Lookahead
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Parsed
 
@@ -351,14 +352,22 @@ UNIT_KINDS = (list_units, operand_units)
 
 
 class TreeReducer:
-    """One sweep of the heap over the current tree; call `sweep` until it reports no progress."""
+    """One sweep of the heap over the current tree; call `sweep` until it reports no progress.
 
-    def __init__(self, current: Current, catalog: Catalog) -> None:
+    `then`: what the caller tries once a sweep ends without progress (the schedule's next
+    pass), the lookahead of the sweep's last batches.
+    """
+
+    def __init__(
+        self, current: Current, catalog: Catalog, then: Lookahead[bytes] | None = None
+    ) -> None:
         if current.syntax is None:
             raise ValueError("tree reduction needs a grammar")
         self.current = current
         self.grammar = current.syntax.grammar
         self.catalog = catalog
+        self._then = then
+        self._start_length = len(current.text)
         self._log: list[_Change] = []
         self._heap: list[_Pending] = []
 
@@ -379,7 +388,7 @@ class TreeReducer:
         """Work through the heap from `roots` (default: the whole tree); True if it shrank."""
         parsed = self.current.parsed
         assert parsed is not None
-        start_length = len(self.current.text)
+        start_length = self._start_length = len(self.current.text)
         self._log.clear()
         self._heap.clear()
         for root in roots if roots is not None else [parsed.tree.root_node]:
@@ -549,6 +558,8 @@ class TreeReducer:
             yield from self._offers(following, 0)
             for child in following.named_children:
                 _push(heap, parsed, child, len(log))
+        if self._then is not None and len(self.current.text) >= self._start_length:
+            yield from self._then()  # the sweep ends as it began: so does the caller's loop
 
     def _offers(self, node: tree_sitter.Node, phase: int) -> Iterator[bytes]:
         """What `_reduce` offers for `node` from `phase` on while nothing is taken."""

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 
 import pytest
 from support import GATED_ONLY, Predicate, calls, nodes, parses_cleanly, reduce_text
 
+from gitreduce.core import tickets
 from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.schedule import reduce_program
-from gitreduce.passes.tree import list_units, operand_units
+from gitreduce.passes.tree import Catalog, TreeReducer, list_units, operand_units
 
 RETURN_KINDS = {"return_statement", "return_expression"}
 
@@ -402,3 +404,44 @@ def test_a_deep_nesting_shrinks_by_halves_to_the_depth_the_test_needs(language):
     assert needed in result.text and opener * (NEEDED + 1) + inner not in result.text
     # about log2(NESTING) accepted hoists, not NESTING / 4
     assert result.stats.of_pass("tree").successes <= 2 * NESTING.bit_length()
+
+
+SENTINEL = b"int sentinel;\n"
+
+
+PROGRAM = b"int f(int a) { return a; }\nint main(void) { return f(1); }\n"
+
+
+@pytest.mark.parametrize(
+    ("bad", "sentinel_tested"),
+    [(lambda text: text == PROGRAM, True), (lambda text: b"int f(int a" in text, False)],
+    ids=["nothing-taken", "something-taken"],
+)
+def test_a_sweep_ending_as_it_began_warms_up_what_its_caller_tries_next(bad, sentinel_tested):
+    """At one job, the sweep's last batch takes `then` (the schedule's next pass) as the end
+    of its lookahead when the sweep has taken nothing: the job whose last candidate
+    refuses goes on with it. A sweep that took something is followed by another sweep,
+    not by `then`, so nothing of it is tested."""
+    tests: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        tests.append(text)
+        time.sleep(0.02)
+        return Outcome(Verdict.BAD, 1, 0.0) if bad(text) else Outcome(Verdict.GOOD, 0, 0.0)
+
+    grammar = grammars.load("c")
+    assert grammar is not None
+    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    current = Current(PROGRAM, engine, Syntax(grammar, PROGRAM))
+    assert current.parsed is not None
+    try:
+        catalog = Catalog(grammar).extended(current.parsed)
+        progress = TreeReducer(current, catalog, then=lambda: [SENTINEL]).sweep()
+        deadline = time.monotonic() + 10
+        while engine._jobs.busy() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        engine.close()
+    assert progress is not sentinel_tested
+    assert (SENTINEL in tests) is sentinel_tested
