@@ -282,11 +282,13 @@ class Engine(VerdictMemo):
         """While every job is busy, queue judgements of what `lookahead` yields, one per job,
         for the jobs that end with a refusal (`core/jobs.py`); the judgements queued.
 
-        At most a few jobs' worth of candidates is read, as by `_warm_up`, and none once
-        a job has come free: the main thread then starts what it has.
+        Read as far as the batch's own read-ahead (`_READ_AHEAD`), since the main thread
+        has nothing else to do: a stretch of syntax rejections the next batch opens with
+        (the exhaustive pass's) is parsed now, and remembered; none is read once a job
+        has come free, for the main thread then starts what it has.
         """
         queued: list[Job] = []
-        for _ in range(_WARM_UP_READS * self.jobs):
+        for _ in range(_READ_AHEAD):
             if self._jobs.queued >= self.jobs or self._jobs.busy() < self.jobs:
                 break
             if job_freed.done():

@@ -29,7 +29,7 @@ from gitreduce.passes.names import delete_names, name_candidates
 from gitreduce.passes.parameters import delete_parameters, parameter_candidates
 from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results, return_candidates
-from gitreduce.passes.subtrees import replace_subtrees
+from gitreduce.passes.subtrees import first_subtrees, replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
 from gitreduce.passes.types import replace_types, type_candidates
 from gitreduce.passes.windows import (
@@ -37,6 +37,7 @@ from gitreduce.passes.windows import (
     delete_brackets,
     delete_window_subsets,
     delete_windows,
+    first_window_subsets,
     first_windows,
     small_enough,
 )
@@ -215,9 +216,13 @@ take alone. On a text not yet swept they would go name by name through what one 
 deletion takes at once (Csmith's 23,000 tokens: four times the time)."""
 
 
-def _subtrees(program: Program) -> bool:
+def _original(program: Program) -> Catalog:
     assert program.original is not None
-    return replace_subtrees(program.current, program.original)
+    return program.original
+
+
+def _subtrees(program: Program) -> bool:
+    return replace_subtrees(program.current, _original(program))
 
 
 def _first_types(program: Program) -> Iterable[bytes]:
@@ -272,12 +277,14 @@ LATE: tuple[Pass[Program], ...] = (
         _subtrees,
         "a node replaced by a smaller compatible node from elsewhere in the program",
         applies=lambda program: small_enough(program.current),
+        first_batch=lambda program: first_subtrees(program.current, _original(program)),
     ),
     Pass(
         "exhaustive",
         lambda program: delete_window_subsets(program.current),
         "every gapped subset of every window of 4 tokens deleted (small programs only)",
         applies=lambda program: small_enough(program.current),
+        first_batch=lambda program: first_window_subsets(program.current),
     ),
 )
 """Passes past 1-minimality (Vulcan): run once the rounds reach their fixpoint, where the

@@ -81,6 +81,13 @@ def replacement_plan(
     return plan
 
 
+def first_subtrees(current: Current, original: Catalog) -> list[bytes]:
+    """The candidates `replace_subtrees` tries first: its plan with nothing settled yet."""
+    if current.parsed is None:
+        return []
+    return [candidate for _, candidate in replacement_plan(current, original, frozenset())]
+
+
 def replace_subtrees(current: Current, original: Catalog) -> bool:
     """Take the first interesting replacement, plan again, until none is; True if any.
 
@@ -91,7 +98,7 @@ def replace_subtrees(current: Current, original: Catalog) -> bool:
     progress = False
     while current.parsed is not None:
         plan = replacement_plan(current, original, frozenset(settled))
-        found = current.try_candidates(candidate for _, candidate in plan)
+        found = current.try_candidates((candidate for _, candidate in plan), current.then)
         if found is None:
             return progress
         settled.update(own for own, _ in plan[:found])

@@ -113,6 +113,12 @@ def small_enough(current: Current) -> bool:
     return current.parsed is not None and current.tokens <= EXHAUSTIVE_MAX_TOKENS
 
 
+def first_window_subsets(current: Current) -> Iterator[bytes]:
+    """The candidates `delete_window_subsets` tries first."""
+    text = current.text
+    return (render_deletions(text, spans) for spans in _subset_deletions(current, 0))
+
+
 def delete_window_subsets(current: Current) -> bool:
     """Local exhaustive search (Vulcan): every gapped subset of every window of
     `EXHAUSTIVE_WINDOW` tokens deleted, resuming after each success where it was.
@@ -125,7 +131,9 @@ def delete_window_subsets(current: Current) -> bool:
     while True:
         deletions = _subset_deletions(current, position)
         text = current.text
-        found = current.try_candidates(render_deletions(text, spans) for spans in deletions)
+        found = current.try_candidates(
+            (render_deletions(text, spans) for spans in deletions), current.then
+        )
         if found is None:
             return progress
         progress = True
