@@ -60,7 +60,7 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
     pass is switched off when its name or its full label is in the engine's
     `skipped_passes`.
     """
-    if not switched_on(declared, target, on):
+    if not declared.applies(target) or skipped(declared, on):
         return False
     outer = on.label
     label = _label(declared, on)
@@ -79,13 +79,11 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
     return progress
 
 
-def switched_on(declared: Pass[T], target: T, on: PassTarget) -> bool:
-    """Whether `run_pass(declared, target, on)` would run the pass now: it applies, and
-    neither its name nor its full label is among the engine's skipped passes."""
-    if not declared.applies(target):
-        return False
-    skipped = on.engine.skipped_passes
-    return declared.name not in skipped and _label(declared, on) not in skipped
+def skipped(declared: Pass[T], on: PassTarget) -> bool:
+    """Whether the pass's name or its full label (under the label running on `on`) is
+    among the engine's skipped passes."""
+    switched_off = on.engine.skipped_passes
+    return declared.name in switched_off or _label(declared, on) in switched_off
 
 
 def _label(declared: Pass[T], on: PassTarget) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from gitreduce.core.current import Current, Unit, delete_units, opening_deletions
-from gitreduce.core.pass_runner import Pass, run_pass, switched_on
+from gitreduce.core.pass_runner import Pass, run_pass, skipped
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.aliases import alias_candidates, alias_declarations
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
@@ -344,16 +344,14 @@ def _first_batch_of(
     declared: Pass[Program] | None, program: Program
 ) -> Callable[[], Iterable[bytes]] | None:
     """`declared`'s first batch, as a lookahead read when the pass before it ends: none if
-    it declares none or will not run then."""
-    if declared is None or declared.first_batch is None:
+    it declares none, is switched off, or does not apply then. (Its label is known
+    now, while no pass runs; whether it applies, only once the pass before it ends.)"""
+    if declared is None or declared.first_batch is None or skipped(declared, program.current):
         return None
     first_batch = declared.first_batch
-    current = program.current
 
     def lookahead() -> Iterable[bytes]:
-        if not switched_on(declared, program, current):
-            return ()
-        return first_batch(program)
+        return first_batch(program) if declared.applies(program) else ()
 
     return lookahead
 

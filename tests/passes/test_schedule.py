@@ -563,7 +563,9 @@ int main(void) {
 """
 
 
-def _grouped(passes: list[Pass[Program]]) -> tuple[bytes, list[bytes], int]:
+def _grouped(
+    passes: list[Pass[Program]], skipped: tuple[str, ...] = ()
+) -> tuple[bytes, list[bytes], int]:
     """The text `passes` leave of GROUPS_PROGRAM at one job, the tests in the order they
     ran and how many jobs the main thread handed to the pool. Each test takes 20 ms and
     says when it runs, as the oracle's do."""
@@ -576,7 +578,9 @@ def _grouped(passes: list[Pass[Program]]) -> tuple[bytes, list[bytes], int]:
         keeps = b"f(x" in text and text.count(b"y") in (0, 3)  # `y` goes whole or not at all
         return Outcome(Verdict.BAD if keeps else Verdict.GOOD, 1 if keeps else 0, 0.0)
 
-    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    engine = Engine(
+        run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1, skipped_passes=skipped
+    )
     hand_offs = []
     submit = engine._jobs._pool.submit
 
@@ -608,6 +612,22 @@ def test_a_pass_ending_hands_its_idle_job_the_next_passs_first_test():
     assert (text, tests) == (plain_text, plain_tests)
     assert len(text) < len(GROUPS_PROGRAM)
     assert hand_offs < plain_hand_offs
+
+
+def _nested(passes: list[Pass[Program]]) -> list[Pass[Program]]:
+    """`passes` run inside a pass named `outer`, as MinCommonality runs the schedule."""
+    return [Pass("outer", lambda program: _in_order(program, passes), "the passes, nested")]
+
+
+@pytest.mark.parametrize(("skipped", "nest"), [("parameters", False), ("outer/parameters", True)])
+def test_a_switched_off_pass_is_not_warmed_up(skipped, nest):
+    """`--skip-pass parameters`, or its full label: the names pass's last batch does not
+    warm up the parameters pass's first one, so the tests are those of passes that
+    declare no first batch."""
+    passes = [declared for declared in ROUND if declared.name in _GROUP_PASSES]
+    plain = [replace(declared, first_batch=None) for declared in passes]
+    wrap = _nested if nest else list
+    assert _grouped(wrap(passes), (skipped,))[:2] == _grouped(wrap(plain), (skipped,))[:2]
 
 
 def sent_first(declared: Pass[Program], language: str, program: bytes) -> tuple[list, list]:
