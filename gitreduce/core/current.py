@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -15,9 +14,6 @@ from gitreduce.core.judges import Accepts, AfterSuccess, Lookahead, Precheck
 from gitreduce.lang.syntax import Parsed, Syntax, plain_tokens
 
 T = TypeVar("T")
-# How many of a round's candidates `Current.try_until_none` keeps for saying what follows
-# each: the engine asks about its oldest candidate, at most a read-ahead behind the newest
-_AFTER_WINDOW = 1024
 
 
 class Current:
@@ -120,22 +116,11 @@ class Current:
 
     def try_until_none(self, candidates_of: Callable[[Current], Iterable[bytes]]) -> bool:
         """Take the first interesting candidate `candidates_of` derives from the current
-        parse, derive again, until none is; True if any was taken.
-
-        What follows a candidate's win is known before its test ends: the candidates
-        derived from its text, as the next round derives them. The engine is told so
-        (`after`), and the job that finds it interesting goes straight on with the
-        first of them. The candidates of the running round are remembered for it, the
-        last `_AFTER_WINDOW` read. What follows a round that takes nothing is the end
-        of the pass: `then`, its lookahead.
-        """
+        parse, derive again, until none is; True if any was taken. A round that takes
+        nothing ends the pass: `then` is its lookahead."""
         progress = False
         while self.parsed is not None:
-            round_ = _Round(self.engine, self.syntax, candidates_of)
-            found = self.try_candidates(
-                round_.reading(candidates_of(self)), self.then, after=round_.after
-            )
-            if found is None:
+            if self.try_candidates(candidates_of(self), self.then) is None:
                 return progress
             progress = True
         return progress
@@ -143,41 +128,6 @@ class Current:
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""
         return self.try_candidates([rewrite(self.text)], self.then) is not None
-
-
-class _Round:
-    """One round of `Current.try_until_none`: its candidates as the engine reads them, the
-    last `_AFTER_WINDOW`, to derive what follows any of them should it win."""
-
-    def __init__(
-        self,
-        engine: Engine,
-        syntax: Syntax | None,
-        candidates_of: Callable[[Current], Iterable[bytes]],
-    ) -> None:
-        self._engine = engine
-        self._syntax = syntax
-        self._candidates_of = candidates_of
-        self._read: deque[tuple[int, bytes]] = deque(maxlen=_AFTER_WINDOW)
-
-    def reading(self, candidates: Iterable[bytes]) -> Iterator[bytes]:
-        for index, candidate in enumerate(candidates):
-            self._read.append((index, candidate))
-            yield candidate
-
-    def after(self, index: int) -> Iterator[bytes]:
-        """The candidates the next round derives if candidate `index` wins; none when it is
-        no longer remembered. The engine asks about ever later candidates, so the ones
-        before `index` are forgotten."""
-        read = self._read
-        while read and read[0][0] < index:
-            read.popleft()
-        if not read or read[0][0] != index:
-            return iter(())
-        winner = Current(bytes(read[0][1]), self._engine, self._syntax)
-        if winner.parsed is None:
-            return iter(())
-        return iter(self._candidates_of(winner))
 
 
 def _checked(candidates: Iterable[bytes], checkpoint: Callable[[], None]) -> Iterator[bytes]:

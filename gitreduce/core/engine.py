@@ -15,13 +15,11 @@ caller asks next: if no candidate wins (its `lookahead`: warm-ups, once every
 candidate is in flight) or if the oldest one, still running and more likely
 winning than losing, wins (`after`: bets). The next batch finds their
 verdicts known or takes their judgements over; what a batch's answer makes
-stale is abandoned (`core/speculation.py`). Even with no job free, none of
-this waits for the main thread where it is certain: the job judging the
-oldest candidate goes on, if it wins, with the first candidate `after` names
-(its successor), and once every candidate is in flight the lookahead's first
-ones are queued for the jobs that end with a refusal. At one job, that
-refusal is the batch's answer and the winner's successor the next test, so
-one job runs the tests of batch after batch without a pause.
+stale is abandoned (`core/speculation.py`). Even with no job free, the
+lookahead does not wait for the main thread: once every candidate is in
+flight, its first candidates are queued for the jobs that end with a
+refusal. At one job that refusal is the batch's answer, so one job goes on
+from a batch that takes nothing to the next without a pause.
 
 `stop()` (from any thread) makes the main thread raise `Interrupted` at its
 next step: it never waits on a future without a timeout, so it notices within
@@ -186,8 +184,9 @@ class Engine(VerdictMemo):
         self._wait_any([future])
         return future.result()
 
-    def _judgement(self, judge: Judge[C], candidate: C, label: str) -> Job:
-        """A job judging `candidate` for the pass `label`, not begun."""
+    def _submit(self, judge: Judge[C], candidate: C, label: str, *, queued: bool = False) -> Job:
+        """A job judging `candidate`, started now, or `queued` for the next job that ends with
+        a refusal (or for the batch's main thread, should none)."""
         ticket = tickets.Ticket()
 
         def labelled() -> bool:
@@ -195,12 +194,7 @@ class Engine(VerdictMemo):
             with tickets.holding(ticket):
                 return judge.full(candidate)
 
-        return self._jobs.make(labelled, ticket)
-
-    def _submit(self, judge: Judge[C], candidate: C, label: str, *, queued: bool = False) -> Job:
-        """A job judging `candidate`, started now, or `queued` for the next job that ends with
-        a refusal (or for the batch's main thread, should none)."""
-        job = self._judgement(judge, candidate, label)
+        job = self._jobs.make(labelled, ticket)
         with self._lock:
             if queued:
                 self._jobs.queue_locked(job)
@@ -313,10 +307,9 @@ class Engine(VerdictMemo):
         finally:
             self._context.reading_ahead = False
 
-    def _next_bet(self, bet: Bet, judge: Judge[C]) -> tuple[C] | None:
-        """The next candidate `bet` says its caller tries after the winner it assumes that
-        the cheap checks leave for a test and no judgement runs yet; None when the reads
-        allowed found none.
+    def _bet_on_success(self, bet: Bet, judge: Judge[C], label: str) -> Job | None:
+        """Start a judgement of the next candidate `bet` says its caller tries after the
+        winner it assumes, for the cache; None when the reads allowed found none to start.
 
         Read ahead like any speculation: a foreign verdict decides nothing yet.
         """
@@ -327,46 +320,11 @@ class Engine(VerdictMemo):
                 return None
             verdict = self._quick(judge, candidate, reading_ahead=True)
             if verdict is None and not self._speculation.running(candidate):
-                return (candidate,)
+                job = self._submit(judge, candidate, label)
+                self._speculation.add(candidate, job, bet.index)
+                self.stats.success_bets += 1
+                return job
         return None
-
-    def _bet_on_success(self, bet: Bet, judge: Judge[C], label: str) -> Job | None:
-        """Start a judgement of the next candidate of `bet`, for the cache; None when the
-        reads allowed found none to start."""
-        found = self._next_bet(bet, judge)
-        if found is None:
-            return None
-        job = self._submit(judge, found[0], label)
-        self._speculation.add(found[0], job, bet.index)
-        self.stats.success_bets += 1
-        return job
-
-    def _successor_now(self, oldest: Job) -> Job | None:
-        """Start `oldest`'s successor in a free job rather than after its win; None when it
-        has none waiting."""
-        with self._lock:
-            successor = self._jobs.take_successor_locked(oldest)
-            if successor is not None:
-                self._jobs.start_locked(successor)
-        return successor
-
-    def _follow_on_success(self, bet: Bet, oldest: Job, judge: Judge[C], label: str) -> None:
-        """Give `oldest`, the job judging the batch's oldest candidate (`bet.index`), the
-        next candidate of `bet` as its successor (`Jobs.follow_locked`): should it accept,
-        its worker goes straight on with what the next batch tests first.
-
-        Unlike a bet, a successor costs no test unless the candidate wins, and then it
-        is the next test anyway: it is given whatever the odds, at any `jobs`.
-        """
-        found = self._next_bet(bet, judge)
-        if found is None:
-            return
-        job = self._judgement(judge, found[0], label)
-        with self._lock:
-            given = self._jobs.follow_locked(oldest, job)
-        if given:
-            self._speculation.add(found[0], job, bet.index)
-            self.stats.success_bets += 1
 
     def first_success(
         self,
@@ -489,13 +447,12 @@ class Engine(VerdictMemo):
             started: list[Job] = []
             while self._jobs.busy() < self.jobs:
                 oldest = running.get(next_to_resolve)
-                if after is not None and self._speculation.worth_making(next_to_resolve, oldest):
-                    assert oldest is not None
+                if after is not None and self._speculation.worth_making(
+                    bet, next_to_resolve, oldest
+                ):
                     if bet is None or bet.index != next_to_resolve:
                         bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
-                    placed = self._successor_now(oldest)
-                    if placed is None and not bet.exhausted:
-                        placed = self._bet_on_success(bet, judge, label)
+                    placed = self._bet_on_success(bet, judge, label)
                     if placed is not None:
                         started.append(placed)
                         continue
@@ -574,12 +531,6 @@ class Engine(VerdictMemo):
                 if orphans:
                     self._wait_any(orphans, job_freed)
                 continue
-            oldest = running.get(next_to_resolve)
-            if after is not None and oldest is not None and oldest.successor is None:
-                if bet is None or bet.index != next_to_resolve:
-                    bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
-                if not bet.exhausted and not oldest.chose:
-                    self._follow_on_success(bet, oldest, judge, label)
             # what an ending job weighs before it goes on with the queue
             if after is None or (
                 bet is not None and bet.index == next_to_resolve and bet.exhausted

@@ -18,13 +18,6 @@ accepts may have ended the batch, and what was queued after it lies past the
 winner: the main thread decides (`start_queued`), as it does when the engine
 would rather use the free job otherwise (`may_go_on`).
 
-A job judging the batch's oldest candidate, the one whose acceptance is the
-batch's answer, may carry a successor: the first candidate its caller tries
-after that answer (`follow_locked`). If it accepts, its worker goes on with
-the successor at once, so the next batch finds that test running instead of
-starting it after the main thread has woken, been answered and built the
-batch; if it refuses, the successor never begins.
-
 Every method whose name ends in `_locked` expects the caller to hold the
 engine's lock (`lock`); the others take it.
 """
@@ -54,10 +47,6 @@ class Job:
     future: Future[bool] = field(default_factory=Future)
     started: float = 0.0  # 0 while queued
     ended: float = 0.0
-    # what this job goes on with if its judgement accepts (see `follow_locked`), and
-    # whether its worker has looked (no successor is given from then on)
-    successor: Job | None = None
-    chose: bool = False
 
     @property
     def seconds(self) -> float:
@@ -102,14 +91,6 @@ class Jobs:
 
     def queue_locked(self, job: Job) -> None:
         self._queued.append(job)
-
-    def follow_locked(self, job: Job, successor: Job) -> bool:
-        """Make `successor` (not begun) what `job`'s worker goes on with if `job`'s judgement
-        accepts; False once that worker has chosen, the successor then never begins."""
-        if job.chose or job.successor is not None:
-            return False
-        job.successor = successor
-        return True
 
     @property
     def queued(self) -> int:
@@ -172,40 +153,19 @@ class Jobs:
             except BaseException as error:  # the judgement's own failure, for its reader
                 job.ended = time.monotonic()
                 job.ticket.under_way()
-                with self.lock:
-                    job.chose = True
                 job.future.set_exception(error)
                 return
             job.ended = time.monotonic()
             job.ticket.under_way()  # decided, maybe by no test at all: nobody waits for one
             following = None
             try:
-                with self.lock:
-                    job.chose = True
-                    if answer:
-                        following = self._successor_locked(job)
-                    elif self._may_go_on(job):
-                        following = self._next_queued_locked()
+                if not answer:
+                    with self.lock:
+                        if self._may_go_on(job):
+                            following = self._next_queued_locked()
             finally:
                 job.future.set_result(answer)  # whatever happens, its reader hears of it
             job = following
-
-    def take_successor_locked(self, job: Job) -> Job | None:
-        """`job`'s successor, taken back unbegun (to start it now, in a free job); None when
-        it has none or its worker has chosen."""
-        successor = job.successor
-        if job.chose or successor is None:
-            return None
-        job.successor = None
-        return successor
-
-    def _successor_locked(self, job: Job) -> Job | None:
-        """`job`'s successor, begun; None if it has none or it was given up."""
-        successor = job.successor
-        if successor is None or successor.ticket.abandoned:
-            return None
-        self._begin_locked(successor)
-        return successor
 
     def _next_queued_locked(self) -> Job | None:
         """The oldest queued judgement not given up, begun; None if there is none."""

@@ -86,7 +86,7 @@ class Speculation:
         """At a batch's end (`winner`: the index it answered, or None), keep the warm-ups
         made for what follows that answer, for the next batch to find, and abandon the
         rest: derived from a text the answer replaced, or assuming a winner it is not,
-        or never begun (queued for a refusal, or a successor, that no job took)."""
+        or never begun (queued for a refusal no job ended with)."""
         kept = []
         for warm in self.warm_ups:
             if warm.assumes == winner and warm.job.started:
@@ -106,10 +106,10 @@ class Speculation:
         """A judgement of the batch ended after `seconds`, winning or not."""
         self._odds.record(seconds, won)
 
-    def worth_making(self, index: int, job: Job | None) -> bool:
+    def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
-        running), more likely wins than loses."""
-        elapsed = _running_for(None, index, job)
+        running), more likely wins than loses and has something left to bet on."""
+        elapsed = _running_for(bet, index, job)
         return elapsed is not None and self._odds.favour_success(elapsed)
 
     def when_to_bet(self, bet: Bet | None, index: int, job: Job | None) -> float | None:

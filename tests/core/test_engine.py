@@ -823,49 +823,6 @@ def counting_hand_offs(engine: Engine) -> list[object]:
     return handed_off
 
 
-def test_a_winners_job_goes_straight_on_with_what_its_caller_tries_next(make_engine):
-    """At one job, the job whose candidate wins goes on at once with the first candidate
-    the caller says it tries after that win; the next batch takes that judgement over.
-    Two batches, five tests, one hand-off from a main thread: before, the next batch's
-    first test was started by its main thread, once it had woken and built the batch."""
-    recorder = Recorder(lambda text: 0.02)
-
-    def run(text: bytes) -> Outcome:
-        tickets.test_under_way()
-        return recorder(text)
-
-    engine = make_engine(run, jobs=1)
-    handed_off = counting_hand_offs(engine)
-    found = engine.first_success(
-        [b"a", b"b!", b"c"], smaller_than=100, label="t", after=lambda index: [b"d", b"e!"]
-    )
-    assert found == (1, b"b!")
-    assert engine.first_success([b"d", b"e!"], smaller_than=100, label="t") == (1, b"e!")
-    assert recorder.started == [b"a", b"b!", b"d", b"e!"]
-    assert recorder.max_running == 1
-    assert len(handed_off) == 1
-
-
-def test_the_successor_of_a_candidate_that_loses_never_runs(make_engine):
-    """What follows a win costs nothing when there is none: the losers' successors are
-    dropped unrun, and the answer is the one at one job without them."""
-    recorder = Recorder(lambda text: 0.02)
-
-    def run(text: bytes) -> Outcome:
-        tickets.test_under_way()
-        return recorder(text)
-
-    engine = make_engine(run, jobs=1)
-    found = engine.first_success(
-        [b"a", b"b", b"c!"], smaller_than=100, label="t", after=lambda index: [b"x%d!" % index]
-    )
-    assert found == (2, b"c!")
-    wait_idle(engine)
-    time.sleep(0.1)
-    assert recorder.started == [b"a", b"b", b"c!", b"x2!"]
-    assert engine.cache.get(blob_id(b"x0!")) is None and engine.cache.get(blob_id(b"x1!")) is None
-
-
 def taught_that_slow_ones_win(make_engine, run: Callable[[bytes], Outcome]) -> Engine:
     """A two-job engine that judged five batches whose loser ended at once and whose winner
     (a text with `!`) took 0.2 s: its odds favour a candidate running a while to win."""
