@@ -31,7 +31,7 @@ from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results, return_candidates
 from gitreduce.passes.subtrees import first_subtrees, replace_subtrees
 from gitreduce.passes.tree import Catalog, TreeReducer
-from gitreduce.passes.types import replace_types, type_candidates
+from gitreduce.passes.types import first_types, replace_types
 from gitreduce.passes.windows import (
     bracket_candidates,
     delete_brackets,
@@ -225,14 +225,6 @@ def _subtrees(program: Program) -> bool:
     return replace_subtrees(program.current, _original(program))
 
 
-def _first_types(program: Program) -> Iterable[bytes]:
-    """What `replace_types` tries first: its plan with nothing settled yet."""
-    current = program.current
-    if current.parsed is None or current.syntax is None:
-        return []
-    return [candidate for _, candidate in type_candidates(current, frozenset())]
-
-
 LATE: tuple[Pass[Program], ...] = (
     Pass(
         "identifiers",
@@ -246,7 +238,7 @@ LATE: tuple[Pass[Program], ...] = (
         lambda program: replace_types(program.current),
         "a type alias inlined at its uses, or a type the file does not define made plain (int)",
         applies=lambda program: small_enough(program.current),
-        first_batch=_first_types,
+        first_batch=lambda program: first_types(program.current),
     ),
     Pass(
         "conversions",

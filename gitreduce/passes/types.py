@@ -136,6 +136,13 @@ def type_candidates(current: Current, settled: frozenset[bytes]) -> list[tuple[b
     return [(name, candidate) for name, candidate in plan if len(candidate) < len(text)]
 
 
+def first_types(current: Current) -> list[bytes]:
+    """The candidates `replace_types` tries first: its plan with nothing settled yet."""
+    if current.parsed is None or current.syntax is None:
+        return []
+    return [candidate for _, candidate in type_candidates(current, frozenset())]
+
+
 def replace_types(current: Current) -> bool:
     """Take the first interesting candidate, plan again, until none is; True if any.
     Names whose candidates failed are not tried again in this run (see

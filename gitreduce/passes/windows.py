@@ -115,8 +115,12 @@ def small_enough(current: Current) -> bool:
 
 def first_window_subsets(current: Current) -> Iterator[bytes]:
     """The candidates `delete_window_subsets` tries first."""
+    return _rendered_subsets(current, _subset_deletions(current, 0))
+
+
+def _rendered_subsets(current: Current, deletions: list[list[tuple[int, int]]]) -> Iterator[bytes]:
     text = current.text
-    return (render_deletions(text, spans) for spans in _subset_deletions(current, 0))
+    return (render_deletions(text, spans) for spans in deletions)
 
 
 def delete_window_subsets(current: Current) -> bool:
@@ -130,10 +134,7 @@ def delete_window_subsets(current: Current) -> bool:
     progress = False
     while True:
         deletions = _subset_deletions(current, position)
-        text = current.text
-        found = current.try_candidates(
-            (render_deletions(text, spans) for spans in deletions), current.then
-        )
+        found = current.try_candidates(_rendered_subsets(current, deletions), current.then)
         if found is None:
             return progress
         progress = True
