@@ -7,7 +7,11 @@ start and end, per slot), then prints to stderr: the share of the run's time
 with 0, 1, 2, ... tests in flight; per slot, the gaps between one test's end
 and the next one's start (median, 75th and 90th percentile, and their sum
 below 50 ms); with `--by-pass`, the time with fewer tests in flight than
-`--jobs`, by the pass running then. The reduction itself is the CLI's, with
+`--jobs`, by the pass running then; and the CPU time of the tests (every child
+process reaped, from the kernel's accounting) over the sum of their runs' wall
+times, beside this process's own CPU time. At two jobs on two cores, a share of
+the tests' wall time well below one's at one job is time they waited for a
+processor (this process's threads take some). The reduction itself is the CLI's, with
 its usual output: run it from a scratch directory on a copy of the case, as
 `run.py` does. The figures are for one run of a machine whose speed varies:
 compare builds by alternating them, run by run.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import resource
 import statistics
 import sys
 import threading
@@ -107,6 +112,16 @@ def _report(jobs: int, by_pass: bool) -> None:
             f"sum of those under 50 ms {sum(gap for gap in gaps if gap < 0.05):.2f} s",
             file=sys.stderr,
         )
+    tests = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    tests_cpu = tests.ru_utime + tests.ru_stime
+    tests_wall = sum(end - start for _, start, end in _runs)
+    print(
+        f"tests' CPU {tests_cpu:.2f} s over {tests_wall:.2f} s of their runs "
+        f"({100 * tests_cpu / tests_wall:.1f} %); git-reduce's own CPU "
+        f"{own.ru_utime + own.ru_stime:.2f} s",
+        file=sys.stderr,
+    )
     for label, seconds in sorted(short.items(), key=lambda item: -item[1])[:15]:
         print(f"  fewer than {jobs} in flight: {seconds:7.3f} s  {label}", file=sys.stderr)
 

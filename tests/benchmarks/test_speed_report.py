@@ -18,6 +18,7 @@ def single(tmp_path: Path, case: dict[str, str], wall: float, result: bytes) -> 
         "tool": "gitreduce",
         "wall_seconds": wall,
         "final_tokens": 5,
+        "overhead_percent": wall / 10,
         "result_file": str(out),
     }
     return {"meta": {"cases": [case]}, "results": [row]}
@@ -84,6 +85,7 @@ def test_several_runs_give_the_median_wall_and_public_medians(tmp_path: Path) ->
     assert real["single_same_j1_j2"] and real["pair_same_j1_j2"]
     assert toy["single_same_j1_j2"] and toy["pair_same_j1_j2"] is False
     assert real["single_j1_walls"] == [20.0, 22.0, 30.0]
+    assert real["single_overhead_pct"] == [1.0, 1.1, 1.05]  # every two-job run's
     text = out.with_suffix(".md").read_text()
     assert "- median single_j2_over_j1: 1.56 over all cases, 2.1 over the public ones" in text
     assert "- runs per case and configuration: 3" in text
