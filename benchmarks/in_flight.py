@@ -7,7 +7,8 @@ start and end, per slot), then prints to stderr: the share of the run's time
 with 0, 1, 2, ... tests in flight; per slot, the gaps between one test's end
 and the next one's start (median, 75th and 90th percentile, and their sum
 below 50 ms); with `--by-pass`, the time with fewer tests in flight than
-`--jobs`, by the pass running then; and the CPU time of the tests (every child
+`--jobs`, by the pass running then; the test runs, and those cut short (a
+speculation abandoned when an earlier candidate won); and the CPU time of the tests (every child
 process reaped, from the kernel's accounting) over the sum of their runs' wall
 times, beside this process's own CPU time. At two jobs on two cores, a share of
 the tests' wall time well below one's at one job is time they waited for a
@@ -37,6 +38,7 @@ import gitreduce.pair.ppr as ppr
 import gitreduce.passes.schedule as schedule
 
 _runs: list[tuple[int, float, float]] = []  # (slot, start, end)
+_cut_short: list[float] = []  # the durations of runs that ended by an exception (abandoned)
 _passes: list[tuple[float, float, str]] = []  # (start, end, label)
 _lock = threading.Lock()
 
@@ -48,6 +50,9 @@ def _timed_runs() -> None:
         started = time.monotonic()
         try:
             return run_in(self, slot, content)
+        except BaseException:
+            _cut_short.append(time.monotonic() - started)
+            raise
         finally:
             with _lock:
                 _runs.append((id(slot), started, time.monotonic()))
@@ -95,7 +100,8 @@ def _report(jobs: int, by_pass: bool) -> None:
     print(
         "in flight: "
         + ", ".join(f"{n}: {100 * seconds / total:.1f} %" for n, seconds in sorted(shares.items()))
-        + f" of {total:.2f} s",
+        + f" of {total:.2f} s; {len(_runs)} test runs, {len(_cut_short)} of them cut short "
+        f"(abandoned or stopped: {sum(_cut_short):.2f} s)",
         file=sys.stderr,
     )
     by_slot: dict[int, list[tuple[float, float]]] = defaultdict(list)
