@@ -4,18 +4,18 @@
 
 runs git-reduce in this process with every test run of the oracle timed (its
 start and end, per slot), then prints to stderr: the share of the run's time
-with 0, 1, 2, ... tests in flight; per slot, the gaps between one test's end
-and the next one's start (median, 75th and 90th percentile, and their sum
-below 50 ms); with `--by-pass`, the time with fewer tests in flight than
-`--jobs`, by the pass running then; the test runs, and those cut short (a
-speculation abandoned when an earlier candidate won); and the CPU time of the tests (every child
-process reaped, from the kernel's accounting) over the sum of their runs' wall
-times, beside this process's own CPU time. At two jobs on two cores, a share of
-the tests' wall time well below one's at one job is time they waited for a
-processor (this process's threads take some). The reduction itself is the CLI's, with
-its usual output: run it from a scratch directory on a copy of the case, as
-`run.py` does. The figures are for one run of a machine whose speed varies:
-compare builds by alternating them, run by run.
+with 0, 1, 2, ... tests in flight, and how many test runs there were and how
+many of them were cut short (a speculation abandoned when an earlier candidate
+won); per slot, the gaps between one test's end and the next one's start
+(median, 75th and 90th percentile, and their sum below 50 ms); the tests' CPU
+time (every child process reaped, from the kernel's accounting) over the sum of
+their runs' wall times, beside this process's own CPU time: at two jobs on two
+cores, a share well below one job's is time the tests waited for a processor
+(this process's threads take some); with `--by-pass`, the time with fewer tests
+in flight than `--jobs`, by the pass running then. The reduction itself is the
+CLI's, with its usual output: run it from a scratch directory on a copy of the
+case, as `run.py` does. The figures are for one run of a machine whose speed
+varies: compare builds by alternating them, run by run.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def _timed_runs() -> None:
         try:
             return run_in(self, slot, content)
         except BaseException:
-            _cut_short.append(time.monotonic() - started)
+            with _lock:
+                _cut_short.append(time.monotonic() - started)
             raise
         finally:
             with _lock:
