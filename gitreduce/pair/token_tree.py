@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import tree_sitter
 
-from gitreduce.lang.syntax import Syntax, leaves
+from gitreduce.lang.syntax import Syntax, leaf_spans
 from gitreduce.pair.state import PairState
 
 
@@ -27,8 +27,7 @@ class TokenTree:
     def __init__(self, tree: tree_sitter.Tree, originals: list[int | None]) -> None:
         self.tree = tree
         self.originals = originals
-        tokens = leaves(tree)
-        self.starts = [leaf.start_byte for leaf in tokens]
+        self.starts = leaf_spans(tree)[0]
         self.position_of = {
             original: at for at, original in enumerate(originals) if original is not None
         }

@@ -23,7 +23,14 @@ from hypothesis import strategies as st
 from gitreduce.core import edits
 from gitreduce.core.current import render_deletions
 from gitreduce.lang import grammars
-from gitreduce.lang.syntax import Syntax, count_errors, empty_blocks, leaves, splices_between
+from gitreduce.lang.syntax import (
+    Syntax,
+    count_errors,
+    empty_blocks,
+    leaf_spans,
+    leaves,
+    splices_between,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "benchmarks" / "cases"
@@ -261,3 +268,33 @@ def test_an_error_no_child_list_shows_counts_as_the_full_check_counts_it():
     assert candidate == b"#include \n\nuint8_t g;\n"
     assert syntax.acceptable(bytes(candidate)) is True
     assert syntax.acceptable(candidate, program, candidate.splices) is True
+
+
+# Comments of every kind the grammars name: line, block and doc comments (whose markers and
+# bodies are nodes of their own in Rust), in the middle of code.
+_COMMENTED = {
+    "c": b"int f(void) { /* block */ return 1; // line\n}\n",
+    "cpp": b"/// doc\nint f() { /* a */ return 1; } // b\n",
+    "rust": (
+        b"//! inner doc\n/// outer doc\nfn f() -> u8 { /* block */ 1 } // line\n"
+        b"/** b */ fn g() {}\n"
+    ),
+    "python": b"# top\ndef f():  # trailing\n    return 1\n",
+}
+
+
+@pytest.mark.parametrize("name", [*PROGRAMS, *(f"commented-{lang}" for lang in _COMMENTED)])
+def test_leaf_spans_are_the_spans_of_the_leaves(name):
+    """The token spans read by kind number are those `leaves` gives, which leaves out the
+    nodes whose kind names a comment."""
+    if name.startswith("commented-"):
+        language = name.removeprefix("commented-")
+        text = _COMMENTED[language]
+    else:
+        language, read = PROGRAMS[name]
+        text = read()
+    grammar = grammars.load(language)
+    assert grammar is not None
+    tree = grammar.parser().parse(text)
+    tokens = leaves(tree)
+    assert leaf_spans(tree) == ([t.start_byte for t in tokens], [t.end_byte for t in tokens])

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gitreduce.core import edits
 from gitreduce.lang import grammars
 from gitreduce.pair.tokens import TokenList, join, tokenize
 
@@ -48,6 +49,25 @@ def test_without_a_grammar_tokens_are_plain_words_and_punctuation() -> None:
 def test_spans_must_be_ordered_disjoint_and_non_empty(spans: list[tuple[int, int]]) -> None:
     with pytest.raises(ValueError):
         TokenList.from_spans(b"abc", spans)
+
+
+def test_a_text_tokenized_again_gets_its_tokens_over_its_own_object() -> None:
+    """Tokens are remembered by content and grammar: an equal text gets the same spans,
+    over the very object it passed (a rendered candidate keeps its base); another grammar,
+    or none, tokenizes afresh."""
+    grammar = grammars.load("c")
+    assert grammar is not None
+    base = b"int a = b >> 2;\n"
+    first = tokenize(base, grammar)
+    rendered = edits.apply(base, [edits.Edit(4, 5, b"c")])
+    again = edits.apply(base, [edits.Edit(4, 5, b"c")])
+    assert isinstance(rendered, edits.Rendered)
+    tokens = tokenize(rendered, grammar)
+    repeated = tokenize(again, grammar)
+    assert tokens.text is rendered and repeated.text is again
+    assert repeated.texts() == tokens.texts() == [b"int", b"c", b"=", b"b", b">>", b"2", b";"]
+    assert tokenize(bytes(base), grammar).texts() == first.texts()
+    assert tokenize(base).texts() == [b"int", b"a", b"=", b"b", b">", b">", b"2", b";"]
 
 
 def test_join_spaces_only_bytes_that_would_lex_as_one_token() -> None:
