@@ -291,12 +291,17 @@ class Syntax:
         return starts, before
 
     def parse(self, text: bytes) -> Parsed:
-        tree = next(
-            (tree for passed, tree in self._passed if len(passed) == len(text) and passed == text),
-            None,
-        ) or self._parser.parse(text)
+        tree = self.passed_tree(text) or self._parser.parse(text)
         self._remember(text, tree)
         return Parsed(text, tree, *leaf_spans(tree))
+
+    def passed_tree(self, text: bytes) -> tree_sitter.Tree | None:
+        """The tree of `text` if the check let it through lately with no error in it: the
+        tree a full parse gives, without the parse."""
+        return next(
+            (tree for passed, tree in self._passed if len(passed) == len(text) and passed == text),
+            None,
+        )
 
     def _remember(self, text: bytes, tree: tree_sitter.Tree) -> _Parent:
         text = text if type(text) is bytes else bytes(text)  # a rendered text holds its base

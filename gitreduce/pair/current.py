@@ -45,11 +45,18 @@ def measure(state: PairState) -> Measure:
 
 @dataclass(frozen=True)
 class PairCandidate:
-    """Two texts to judge together; `measure` None marks a candidate that cannot be built."""
+    """Two texts to judge together; `measure` None marks a candidate that cannot be built.
+
+    A measure that costs a count (both texts tokenized and aligned: a deletion
+    next to a changed token) is given as the call that counts it, made by the
+    judge only once the texts passed the checks that cost less: most such
+    pairs are refused by their syntax check, which parses each text
+    incrementally, where the count parses both in full.
+    """
 
     seed: bytes
     variant: bytes
-    measure: Measure | None
+    measure: Measure | Callable[[], Measure] | None
     state: PairState | None = None
 
 
@@ -115,10 +122,8 @@ class PairJudge:
 
     def quick(self, candidate: PairCandidate) -> bool | None:
         engine = self._engine
-        if candidate.measure is None:
-            return False
-        if candidate.measure >= self._limit:
-            engine.stats.not_smaller += 1
+        known = candidate.measure
+        if known is None or (not callable(known) and not self._smaller(known)):
             return False
         seed_tested, variant_tested = self._tested(candidate)
         if seed_tested == variant_tested:
@@ -129,14 +134,22 @@ class PairJudge:
         seed = engine.recall(seed_tested, self._seed_ok)
         if seed is not None and not self._seed_ok(seed):
             return False
-        if variant is not None and seed is not None:
-            return True  # both verdicts local: a foreign one is recalled only to reject
         # a text with a verdict was tested, so it parsed: only new texts need the check
         if variant is None and not engine.parses(candidate.variant, self._variant_precheck):
             return False
         if seed is None and not engine.parses(candidate.seed, self._seed_precheck):
             return False
+        if callable(known) and not self._smaller(known()):
+            return False
+        if variant is not None and seed is not None:
+            return True  # both verdicts local: a foreign one is recalled only to reject
         return None
+
+    def _smaller(self, measure: Measure) -> bool:
+        if measure >= self._limit:
+            self._engine.stats.not_smaller += 1
+            return False
+        return True
 
     def variant_parses(self, variant: bytes) -> bool:
         """Whether a variant passes its syntax check: what `quick` asks of a pair no verdict

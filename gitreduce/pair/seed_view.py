@@ -209,11 +209,25 @@ class SeedCurrent(SideCurrent):
         # both stay rendered: the syntax check re-parses their bases' trees where they changed
         variant: bytes = edits.apply(patch.alignment.variant.text, variant_edits)
         seed: bytes = candidate
-        diff = patch.alignment.diff_size  # the base's: candidates of a ddmin share an older base
-        if near_change:
-            grammar = self.grammar
-            diff = Alignment(tokenize(seed, grammar), tokenize(variant, grammar)).diff_size
-        return PairCandidate(seed, variant, self._measure(seed, variant, diff))
+        if not near_change:  # the base's difference: candidates of a ddmin share an older base
+            diff = patch.alignment.diff_size
+            return PairCandidate(seed, variant, self._measure(seed, variant, diff))
+        grammar = self.grammar
+        counted: list[Measure] = []  # once: a candidate read ahead is judged again
+
+        def count() -> Measure:
+            """Both texts just passed the syntax check, which kept their trees."""
+            if not counted:
+                syntax = self.syntax
+                seed_tree = syntax.passed_tree(seed) if syntax is not None else None
+                variant_tree = syntax.passed_tree(variant) if syntax is not None else None
+                diff = Alignment(
+                    tokenize(seed, grammar, seed_tree), tokenize(variant, grammar, variant_tree)
+                ).diff_size
+                counted.append(self._measure(seed, variant, diff))
+            return counted[0]
+
+        return PairCandidate(seed, variant, count)
 
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Both programs rewritten, each on its own: a normaliser has no edits to carry."""

@@ -16,6 +16,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
+import tree_sitter
+
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import leaf_spans, plain_tokens
 
@@ -83,11 +85,15 @@ _recent: OrderedDict[tuple[str, bytes], TokenList] = OrderedDict()
 _recent_lock = threading.Lock()  # the main thread and a pair's aligning thread tokenize
 
 
-def tokenize(text: bytes, grammar: Grammar | None = None) -> TokenList:
+def tokenize(
+    text: bytes, grammar: Grammar | None = None, tree: tree_sitter.Tree | None = None
+) -> TokenList:
     """Tokens as the benchmarks count them (tree-sitter leaves, comments left out), or plain words.
 
     The grammar's leaves are used directly rather than through `Syntax`, which
-    would parse the text a second time to count its baseline errors.
+    would parse the text a second time to count its baseline errors. `tree`, a
+    full parse of `text` with the grammar (one the syntax check kept), spares
+    the parse.
     """
     key = ("" if grammar is None else grammar.name, text)
     with _recent_lock:
@@ -98,7 +104,7 @@ def tokenize(text: bytes, grammar: Grammar | None = None) -> TokenList:
     if grammar is None:
         tokens = TokenList.from_spans(text, plain_tokens(text))
     else:
-        tokens = TokenList(text, *leaf_spans(grammar.parser().parse(text)))
+        tokens = TokenList(text, *leaf_spans(tree or grammar.parser().parse(text)))
     plain = text if type(text) is bytes else bytes(text)  # kept without a rendered text's base
     with _recent_lock:
         _recent[key[0], plain] = tokens.of_text(plain)

@@ -211,3 +211,40 @@ def test_a_pair_whose_sides_are_the_same_text_is_refused_without_a_test(engines)
     assert found is not None and found[0] == 1
     assert sorted(tested) == [b"bug!", b"seed"]
     assert engine.stats.tests_run == 2
+
+
+def test_a_measure_that_costs_a_count_is_counted_only_for_pairs_that_parse(engines):
+    """A pair whose measure is a count (a deletion beside a changed token: both texts
+    tokenized and aligned) is counted once its texts pass the syntax check, and only
+    then: a pair the check refuses costs no count, one the count finds no smaller costs
+    no test, and one found smaller is tested and taken."""
+    counted: list[bytes] = []
+    tested: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tested.append(text)
+        return verdict(text)
+
+    def counting(seed: bytes, measure: tuple[int, int]):
+        def count() -> tuple[int, int]:
+            counted.append(seed)
+            return measure
+
+        return count
+
+    def parses(text: bytes) -> bool:
+        return b"?" not in text
+
+    engine = Engine(run, variant_ok, jobs=1)
+    engines.append(engine)
+    judge = PairJudge(engine, seed_ok, variant_ok, (parses, parses), LIMIT)
+    candidates = [
+        PairCandidate(b"broken?", b"bug!", counting(b"broken?", SMALLER)),
+        PairCandidate(b"larger", b"bug!", counting(b"larger", LIMIT)),
+        PairCandidate(b"seed", b"bug!", counting(b"seed", SMALLER)),
+    ]
+    found = engine.first_judged(candidates, judge, label="test")
+    assert found is not None and found[0] == 2
+    assert counted == [b"larger", b"seed"]
+    assert sorted(tested) == [b"bug!", b"seed"]
+    assert engine.stats.not_smaller == 1 and engine.stats.syntax_rejected == 1
