@@ -76,13 +76,49 @@ class TokenList:
         return cls(text, starts, ends)
 
 
-# Texts tokenized lately. A pair's texts are tokenized where a candidate is made and again
-# where its difference is measured, and a program one pass leaves alone comes back with every
-# candidate of the other: rustc195-105238's pair tokenized 480 texts in 1,571 calls, each a
-# full parse. The tokens are the text's alone (its grammar's), so an equal text may take them.
-_RECENT_TEXTS = 32
-_recent: OrderedDict[tuple[str, bytes], TokenList] = OrderedDict()
-_recent_lock = threading.Lock()  # the main thread and a pair's aligning thread tokenize
+class _Recent:
+    """Texts tokenized lately, with their tokens, by grammar and content.
+
+    A pair's texts are tokenized where a candidate is made and again where its
+    difference is measured, and a program one pass leaves alone comes back with
+    every candidate of the other: rustc195-105238's pair tokenized 480 texts in
+    1,571 calls, each a full parse. Tokens are their text's alone (under one
+    grammar), so an equal text may take them. Kept: at most `TEXTS` texts and
+    `TOKENS` tokens in all (about 80 bytes a token: three lists and the offsets'
+    int objects, so some 20 MB; ten texts of csmith-23k's size). Thread-safe: the
+    main thread and a pair's aligning thread tokenize.
+    """
+
+    TEXTS = 32
+    TOKENS = 250_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: OrderedDict[tuple[str, bytes], TokenList] = OrderedDict()
+        self._tokens = 0
+
+    def get(self, grammar: str, text: bytes) -> TokenList | None:
+        with self._lock:
+            known = self._known.get((grammar, text))
+            if known is not None:
+                self._known.move_to_end((grammar, text))
+        return None if known is None else known.of_text(text)
+
+    def put(self, grammar: str, text: bytes, tokens: TokenList) -> None:
+        plain = text if type(text) is bytes else bytes(text)  # kept without a rendered base
+        with self._lock:
+            earlier = self._known.pop((grammar, plain), None)  # another thread's, meanwhile
+            if earlier is not None:
+                self._tokens -= len(earlier)
+            self._known[grammar, plain] = tokens.of_text(plain)
+            self._tokens += len(tokens)
+            while len(self._known) > self.TEXTS or (
+                self._tokens > self.TOKENS and len(self._known) > 1
+            ):
+                self._tokens -= len(self._known.popitem(last=False)[1])
+
+
+_recent = _Recent()
 
 
 def tokenize(
@@ -93,23 +129,17 @@ def tokenize(
     The grammar's leaves are used directly rather than through `Syntax`, which
     would parse the text a second time to count its baseline errors. `tree`, a
     full parse of `text` with the grammar (one the syntax check kept), spares
-    the parse.
+    the parse. Texts tokenized lately are not tokenized again (`_Recent`).
     """
-    key = ("" if grammar is None else grammar.name, text)
-    with _recent_lock:
-        known = _recent.get(key)
-        if known is not None:
-            _recent.move_to_end(key)
-            return known.of_text(text)
+    name = "" if grammar is None else grammar.name
+    known = _recent.get(name, text)
+    if known is not None:
+        return known
     if grammar is None:
         tokens = TokenList.from_spans(text, plain_tokens(text))
     else:
         tokens = TokenList(text, *leaf_spans(tree or grammar.parser().parse(text)))
-    plain = text if type(text) is bytes else bytes(text)  # kept without a rendered text's base
-    with _recent_lock:
-        _recent[key[0], plain] = tokens.of_text(plain)
-        while len(_recent) > _RECENT_TEXTS:
-            _recent.popitem(last=False)
+    _recent.put(name, text, tokens)
     return tokens
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from gitreduce.core import edits
 from gitreduce.lang import grammars
-from gitreduce.pair.tokens import TokenList, join, tokenize
+from gitreduce.pair.tokens import TokenList, _Recent, join, tokenize
 
 CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "cases"
 
@@ -68,6 +68,31 @@ def test_a_text_tokenized_again_gets_its_tokens_over_its_own_object() -> None:
     assert repeated.texts() == tokens.texts() == [b"int", b"c", b"=", b"b", b">>", b"2", b";"]
     assert tokenize(bytes(base), grammar).texts() == first.texts()
     assert tokenize(base).texts() == [b"int", b"a", b"=", b"b", b">", b">", b"2", b";"]
+
+
+def test_texts_remembered_are_bounded_by_count_and_by_tokens() -> None:
+    """The memory of tokenized texts keeps the newest ones within both bounds, and always
+    the newest text, however large."""
+    recent = _Recent()
+    recent.TEXTS, recent.TOKENS = 3, 10
+    texts = [b"a b c d", b"e f g h", b"i j", b"k l m n o p q r s t u v"]
+    for text in texts:
+        recent.put("", text, tokenize(text))
+    assert recent.get("", texts[3]) is not None  # 12 tokens, over the bound alone
+    assert [recent.get("", text) is not None for text in texts[:3]] == [False, False, False]
+    for text in texts[:3]:
+        recent.put("", text, tokenize(text))
+    kept = [text for text in texts if recent.get("", text) is not None]
+    assert kept == [b"a b c d", b"e f g h", b"i j"]  # 10 tokens: the 12-token text went
+    recent.TOKENS = 100
+    for text in (b"1", b"2", b"3", b"4"):
+        recent.put("", text, tokenize(text))
+    assert [recent.get("", text) is not None for text in (b"1", b"2", b"3", b"4")] == [
+        False,
+        True,
+        True,
+        True,
+    ]
 
 
 def test_join_spaces_only_bytes_that_would_lex_as_one_token() -> None:
