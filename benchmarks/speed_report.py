@@ -12,8 +12,8 @@ results of one and two jobs are identical. It runs nothing.
 
 Each option takes any number of reports (one per case, or one for many): a case
 found in several reports of one configuration counts as several runs, and its
-wall is their median. The machine this was built on moves by +-5 % from run to
-run, so a ratio of two single runs is uncertain by about 7 %: alternate the
+wall is their median. The machine this was built on moves by 5-8 % from run to
+run, so a ratio of two single runs is uncertain by about 10 %: alternate the
 configurations (one job, two jobs, one job, ...) and give every run. Medians are
 given over all cases and over the public ones (those under `benchmarks/cases/`).
 """

@@ -22,6 +22,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import tree_sitter
 
@@ -96,20 +97,14 @@ def leaves(tree: tree_sitter.Tree | tree_sitter.Node) -> list[tree_sitter.Node]:
                 return result
 
 
-# Per language, the node kinds whose name says comment: what `leaves` leaves out, by number.
-_COMMENT_KINDS: dict[tree_sitter.Language, frozenset[int]] = {}
-
-
+@cache
 def _comment_kinds(language: tree_sitter.Language) -> frozenset[int]:
-    kinds = _COMMENT_KINDS.get(language)
-    if kinds is None:
-        kinds = frozenset(
-            kind
-            for kind in range(language.node_kind_count)
-            if "comment" in (language.node_kind_for_id(kind) or "")
-        )
-        _COMMENT_KINDS[language] = kinds
-    return kinds
+    """The node kinds whose name says comment: what `leaves` leaves out, by number."""
+    return frozenset(
+        kind
+        for kind in range(language.node_kind_count)
+        if "comment" in (language.node_kind_for_id(kind) or "")
+    )
 
 
 def leaf_spans(tree: tree_sitter.Tree) -> tuple[list[int], list[int]]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable
+from functools import cache
 
 from gitreduce.core import edits
 from gitreduce.pair.alignment import SEED, Alignment
@@ -212,20 +213,17 @@ class SeedCurrent(SideCurrent):
         if not near_change:  # the base's difference: candidates of a ddmin share an older base
             diff = patch.alignment.diff_size
             return PairCandidate(seed, variant, self._measure(seed, variant, diff))
-        grammar = self.grammar
-        counted: list[Measure] = []  # once: a candidate read ahead is judged again
+        grammar, syntax = self.grammar, self.syntax
 
+        @cache  # once: a candidate read ahead is judged again
         def count() -> Measure:
             """Both texts just passed the syntax check, which kept their trees."""
-            if not counted:
-                syntax = self.syntax
-                seed_tree = syntax.passed_tree(seed) if syntax is not None else None
-                variant_tree = syntax.passed_tree(variant) if syntax is not None else None
-                diff = Alignment(
-                    tokenize(seed, grammar, seed_tree), tokenize(variant, grammar, variant_tree)
-                ).diff_size
-                counted.append(self._measure(seed, variant, diff))
-            return counted[0]
+            seed_tokens, variant_tokens = (
+                tokenize(text, grammar, syntax.passed_tree(text) if syntax else None)
+                for text in (seed, variant)
+            )
+            diff = Alignment(seed_tokens, variant_tokens).diff_size
+            return self._measure(seed, variant, diff)
 
         return PairCandidate(seed, variant, count)
 
