@@ -32,7 +32,7 @@ from gitreduce.oracle import output as output_file
 from gitreduce.oracle.reaper import reaper
 from gitreduce.oracle.scratch import ScratchRoot, sweep_once
 from gitreduce.oracle.signature import extract_signature
-from gitreduce.oracle.slot_files import SlotFiles
+from gitreduce.oracle.slot_files import SlotFiles, empty_temporary
 from gitreduce.oracle.spec import TestSpec, anchored
 
 # Long enough for any sane test on the original input; calibration replaces it.
@@ -121,6 +121,7 @@ class _Slot:
     candidate: Path
     output: Path
     files: SlotFiles
+    temporary: Path  # the test's $TMPDIR
     argv: tuple[str, ...]
     env: Mapping[str, str]
 
@@ -234,13 +235,16 @@ class Oracle:
         workdir.mkdir()
         candidate = workdir if self.spec.file_set else workdir.joinpath(*relative.parts)
         name = "" if self.spec.file_set else str(relative)  # a set's {} is our own directory
+        temporary = self._root / f"{index}.tmp"
+        temporary.mkdir()
         return _Slot(
             workdir=workdir,
             candidate=candidate,
             output=self._root / f"{index}.out",
             files=SlotFiles(workdir, candidate),
+            temporary=temporary,
             argv=("/bin/sh", "-c", _with_candidate(command, candidate, name)),
-            env={**environment, "GITREDUCE_FILE": str(candidate)},
+            env={**environment, "GITREDUCE_FILE": str(candidate), "TMPDIR": str(temporary)},
         )
 
     def set_jobs(self, jobs: int) -> None:
@@ -364,6 +368,7 @@ class Oracle:
             slot.files.place_files(fileset.unpack(content))
         else:
             slot.files.place_file(content)
+        empty_temporary(slot.temporary)
         # A file rather than pipes: a stray background child holding a pipe
         # open would make us wait for it; a file is read once sh has exited.
         pins = self._pins()

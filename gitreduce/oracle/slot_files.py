@@ -95,6 +95,28 @@ def empty(directory: Path) -> None:
         _clear(directory, ())
 
 
+def empty_temporary(directory: Path) -> None:
+    """Leave `directory`, a test's $TMPDIR, empty, whatever the last test did to it.
+
+    A test killed at its timeout or past a winner never runs its own clean-up
+    (`trap 'rm -rf "$tmp"' EXIT` does not fire on SIGKILL), nor does a compiler
+    killed mid-run remove its temporary files: with $TMPDIR in the scratch
+    root, what they leave goes with the slot instead of piling up in the
+    user's /tmp (one directory per killed test, a few dozen per reduction at
+    two jobs before). One `scandir` of an empty directory when there is nothing.
+    """
+    try:
+        status = os.lstat(directory)
+    except FileNotFoundError:  # the test removed its $TMPDIR
+        directory.mkdir()
+        return
+    if not stat.S_ISDIR(status.st_mode):  # ... and put a file or a link there: never followed
+        directory.unlink()
+        directory.mkdir()
+        return
+    empty(directory)
+
+
 def _clear(directory: Path, keep: Sequence[str]) -> bool:
     """Remove every entry below `directory` except the path `keep` (its directories and
     the plain file at its end); whether that file is there, reached through directories

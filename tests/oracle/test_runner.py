@@ -203,6 +203,59 @@ def test_leftovers_of_a_run_are_removed_before_the_next():
         assert [oracle.run(b"x").verdict for _ in range(3)] == [Verdict.GOOD] * 3
 
 
+def test_a_killed_tests_temporary_files_go_with_its_slot_not_into_the_users_tmp(tmp_path):
+    """A test killed at its timeout never runs its EXIT trap: what it made with mktemp
+    (or a compiler's temporary files) must not stay behind in the user's temp dir."""
+    users_tmp = tmp_path / "tmp"
+    users_tmp.mkdir()
+    made = tmp_path / "made"
+    command = (
+        f'if [ "$(cat {{}})" = slow ]; then d=$(mktemp -d); trap \'rm -rf "$d"\' EXIT; '
+        f'touch "$d/out.o"; echo "$d" > {made}; sleep 30; fi; '
+        'test -z "$(ls -A "$TMPDIR")"'
+    )
+    spec = TestSpec(command, "v.c", timeout=0.5, env={"TMPDIR": str(users_tmp)})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with Oracle(spec, jobs=1, scratch_root=scratch) as oracle:
+        assert oracle.run(b"slow").verdict is Verdict.TIMEOUT
+        left = Path(made.read_text().strip())
+        assert not left.is_relative_to(users_tmp) and left.exists()
+        # the next run starts with an empty $TMPDIR, and the killed run's files are gone
+        assert oracle.run(b"quick").verdict is Verdict.GOOD
+        assert not left.exists()
+    assert list(users_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "vandalism",
+    ['rm -rf "$TMPDIR"', 'rm -rf "$TMPDIR"; touch "$TMPDIR"', 'chmod 0 "$TMPDIR"'],
+)
+def test_a_test_that_spoils_its_tmpdir_gets_a_fresh_one_and_a_link_is_never_followed(
+    tmp_path, vandalism
+):
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "precious").write_text("mine")
+    decoy = tmp_path / "users tmp"  # what $TMPDIR would be if the oracle set none
+    decoy.mkdir()
+    (decoy / "theirs").write_text("theirs")
+    fresh = 'test -d "$TMPDIR" && test -w "$TMPDIR" && test -z "$(ls -A "$TMPDIR")" || exit 1'
+    spoiling = f"{fresh}; {vandalism}; exit 0"
+    linking = f'{fresh}; rm -rf "$TMPDIR"; ln -s {kept} "$TMPDIR"; exit 0'
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {"TMPDIR": str(decoy)}
+    for command, runs in ((spoiling, 3), (linking, 2)):
+        with Oracle(
+            TestSpec(command, "v.c", timeout=10, env=env), jobs=1, scratch_root=scratch
+        ) as o:
+            assert [o.run(b"x").verdict for _ in range(runs)] == [Verdict.GOOD] * runs
+    assert (kept / "precious").read_text() == "mine"
+    assert (decoy / "theirs").read_text() == "theirs"
+    assert list(scratch.iterdir()) == []
+
+
 def test_parallel_runs_get_their_own_candidates():
     spec = TestSpec('sleep 0.05; exit "$(cat {})"', "v.txt", timeout=10)
     codes = [0, 1, 2, 125, 3, 0, 4, 5]
