@@ -262,8 +262,10 @@ class GitVerdictCache:
             if self._closed:
                 return
             try:
-                self._log.checkpoint()
-                if self._pack_now.is_set() or self._log.unpacked_bytes >= self._pack_bytes:
+                packing = self._pack_now.is_set()
+                if not packing:  # else the seal below commits the pending verdicts itself
+                    self._log.checkpoint()
+                if packing or self._log.unpacked_bytes >= self._pack_bytes:
                     self._pack_now.clear()
                     self.flush()
                     self.pack()
