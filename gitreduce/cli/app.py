@@ -11,6 +11,7 @@ best result so far is still written).
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable
@@ -630,5 +631,16 @@ def run(argv: list[str]) -> int:
 
 
 def main() -> None:
-    """The `git-reduce` entry point."""
-    sys.exit(run(sys.argv[1:]))
+    """The `git-reduce` entry point.
+
+    Before exiting, every object the command left is frozen out of the
+    garbage collector's reach: the interpreter's last collections at exit
+    would otherwise walk all of them (the modules, the run's memo and trees),
+    130-160 ms after the work is done, measured on the sequence-point
+    fixture, whose reduction takes 2.4 s (with the freeze: 10-30 ms). Exit
+    handlers and the flushing of files still run; only cycles that outlive
+    the command are left to the operating system, which reclaims the memory.
+    """
+    code = run(sys.argv[1:])
+    gc.freeze()
+    sys.exit(code)
