@@ -65,7 +65,7 @@ def settle(run: CalibratedRun, chain: Sequence[T], checks: Checks[T]) -> Settled
     with open_runner(run.spec, jobs=1) as alone:
         # After the runner is made: the seal's Python work holds the interpreter in 5-ms
         # slices, and making a runner waits on it at every system call (20-60 ms instead
-        # of 3 on sequence-point's fixture).
+        # of 1-5 on sequence-point's fixture).
         run.cache.pack_soon()
         for back, entry in enumerate(reversed(chain)):
             found = _first_failure(run, alone, checks(entry), total, seen)
