@@ -146,8 +146,8 @@ def syntax_gate(syntax: Syntax, parent: bytes | None = None) -> Precheck:
 
     def acceptable(text: bytes) -> bool:
         if isinstance(text, edits.Rendered):
-            return syntax.acceptable(text, text.base, text.splices)
-        return syntax.acceptable(text, parent)
+            return syntax.check(text, text.base, text.splices)
+        return syntax.check(text, parent)
 
     return acceptable
 

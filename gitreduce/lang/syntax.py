@@ -17,6 +17,7 @@ nodes. So the incremental tree is asked only what both agree on (see
 
 from __future__ import annotations
 
+import hashlib
 import re
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
@@ -247,6 +248,7 @@ class Syntax:
         # where an incremental parse is the tree a full parse gives, so keeping them never
         # changes a tree a pass sees.
         self._passed: deque[tuple[bytes, tree_sitter.Tree]] = deque(maxlen=PASSED_TREES)
+        self._acceptable: set[bytes] = set()  # digests of the texts `check` found acceptable
         self.baseline_errors = self._errors(self._parser.parse(original).root_node)
 
     def tolerate(self, tree: tree_sitter.Tree) -> None:
@@ -312,6 +314,25 @@ class Syntax:
             return self._remember(text, self._parser.parse(text))
         self._parents.move_to_end(text)
         return known
+
+    def check(
+        self, text: bytes, parent: bytes | None = None, splices: Sequence[Splice] | None = None
+    ) -> bool:
+        """`acceptable`, remembered for the texts it accepts (a digest each), for the run.
+
+        The gate is offered a text again when it let the text through but no
+        test judged it: the other program of its pair refused first, or the
+        speculation that wanted it was abandoned. A quarter of the checks on
+        gcc12-pr109392's pair were such repeats, each a parse of 1.3 ms. The
+        baseline only grows (`tolerate`), so what was acceptable stays so.
+        """
+        digest = hashlib.sha1(text).digest()
+        if digest in self._acceptable:
+            return True
+        if not self.acceptable(text, parent, splices):
+            return False
+        self._acceptable.add(digest)
+        return True
 
     def acceptable(
         self, text: bytes, parent: bytes | None = None, splices: Sequence[Splice] | None = None

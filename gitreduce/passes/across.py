@@ -109,7 +109,7 @@ class SetProgram:
         """The syntax gate of every file the candidate changes, against its current text."""
         for path, text in fileset.unpack(packed).items():
             before = self.files[path]
-            if text != before and not self.syntaxes[path].acceptable(text, before):
+            if text != before and not self.syntaxes[path].check(text, before):
                 return False
         return True
 

@@ -298,3 +298,27 @@ def test_leaf_spans_are_the_spans_of_the_leaves(name):
     tree = grammar.parser().parse(text)
     tokens = leaves(tree)
     assert leaf_spans(tree) == ([t.start_byte for t in tokens], [t.end_byte for t in tokens])
+
+
+class _CountingSyntax(Syntax):
+    """A syntax check that counts the verdicts it works out (each a parse)."""
+
+    verdicts = 0
+
+    def acceptable(self, text, parent=None, splices=None):
+        self.verdicts += 1
+        return super().acceptable(text, parent, splices)
+
+
+def test_check_remembers_what_it_accepted_and_nothing_it_refused():
+    grammar = grammars.load("c")
+    assert grammar is not None
+    original = b"int a;\nint f(void) { return a; }\n"
+    syntax = _CountingSyntax(grammar, original)
+    kept, broken = b"int f(void) { return 1; }\n", b"int a;\nint f(void) { return a;\n"
+    assert syntax.check(kept, original) and syntax.check(kept, original)
+    assert syntax.check(bytes(kept)) and syntax.verdicts == 1  # with or without a parent
+    assert not syntax.check(broken, original) and not syntax.check(broken, original)
+    assert syntax.verdicts == 3
+    syntax.tolerate(grammar.parser().parse(broken))  # a run took the text despite the grammar
+    assert syntax.check(broken, original) and syntax.verdicts == 4
