@@ -33,40 +33,32 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
-from gitreduce.core.pass_runner import PassTarget
 from gitreduce.git.store import ResultRequest, Store
 from gitreduce.lang import grammars
 from gitreduce.oracle.executor import ExecutorChoice, opened_executor, parse_executor, using
 from gitreduce.oracle.repeat import MAX_REPEAT
-from gitreduce.pair.alignment import diff_ops
-from gitreduce.pair.current import PairCurrent
-from gitreduce.pair.tokens import tokenize
+from gitreduce.pair import PAIR_ALGORITHMS, PairAlgorithm
 from gitreduce.sessions.catalogue import NESTING_PASS as NESTING_PASS
 from gitreduce.sessions.catalogue import chosen_passes
 from gitreduce.sessions.catalogue import known_passes as known_passes
 from gitreduce.sessions.catalogue import pass_schedules as pass_schedules
-from gitreduce.sessions.fileset import FileSetSettings, FileSetSummary, reduce_revision_set
-from gitreduce.sessions.fileset import reduce_files as reduce_file_set
-from gitreduce.sessions.pair import (
-    PAIR_ALGORITHMS,
-    PairAlgorithm,
-    PairSettings,
-    PairSummary,
-    reduce_pair_texts,
-)
-from gitreduce.sessions.revisions import RevisionSettings
-from gitreduce.sessions.revisions import reduce_revisions as reduce_revision_range
 from gitreduce.sessions.run import read_input
-from gitreduce.sessions.setpair import SetPairSettings, SetPairSummary
-from gitreduce.sessions.setpair import reduce_set_pair as reduce_sets
-from gitreduce.sessions.setpair_revisions import reduce_revision_set_pair
-from gitreduce.sessions.setpair_search import SetPairStatus
 from gitreduce.sessions.single import SingleSettings, Summary
 from gitreduce.sessions.single import reduce_file as reduce_single_file
+
+# The other modes' sessions load when one of them is called: a single file's reduction
+# (and `git reduce count`) starts without the pairwise, file-set and revision machinery.
+if TYPE_CHECKING:
+    from gitreduce.core.current import Current
+    from gitreduce.core.pass_runner import PassTarget
+    from gitreduce.pair.current import PairCurrent
+    from gitreduce.sessions.fileset import FileSetSummary
+    from gitreduce.sessions.pair import PairSummary
+    from gitreduce.sessions.setpair import SetPairSettings, SetPairSummary
+    from gitreduce.sessions.setpair_search import SetPairStatus
 
 
 def reduce_file(
@@ -181,6 +173,9 @@ def reduce_files(
     reduced alone, as a set; GOOD only has to differ. `reduce_set_revisions`
     reduces the change between the two sets pairwise.
     """
+    from gitreduce.sessions.fileset import FileSetSettings, reduce_revision_set
+    from gitreduce.sessions.fileset import reduce_files as reduce_file_set
+
     choice = parse_executor(executor)
     settings = FileSetSettings(
         paths=tuple(Path(path) for path in ([paths] if isinstance(paths, str) else paths)),
@@ -247,6 +242,8 @@ def reduce_set_pair(
     two commits (seed set, then variant set) and `patch` is the second as a
     multi-file patch. The other options are `reduce_file`'s.
     """
+    from gitreduce.sessions.setpair import reduce_set_pair as reduce_sets
+
     choice = parse_executor(executor)
     settings = _set_pair_settings(
         test,
@@ -300,6 +297,8 @@ def reduce_set_revisions(
     `SetPairSummary.first_bad_commit` names it. `repository`: a directory in the work
     tree that `paths` are relative to (default: the current directory).
     """
+    from gitreduce.sessions.setpair_revisions import reduce_revision_set_pair
+
     choice = parse_executor(executor)
     settings = _set_pair_settings(
         test,
@@ -346,6 +345,8 @@ def _set_pair_settings(
     skip_passes: Iterable[str],
     rename: bool,
 ) -> SetPairSettings:
+    from gitreduce.sessions.setpair import SetPairSettings
+
     return SetPairSettings(
         test=test,
         keep=_paths(keep),
@@ -390,6 +391,8 @@ def reduce_pair(
     are `reduce_file`'s. The reduced programs are `PairSummary.seed` and
     `PairSummary.variant`; nothing is written but the result branch (or patch).
     """
+    from gitreduce.sessions.pair import PairSettings, reduce_pair_texts
+
     choice = parse_executor(executor)
     algorithm = _algorithm(algorithm)
     variant_path = Path(variant)
@@ -447,6 +450,10 @@ def reduce_revisions(
     line at a time, and what the run waits for as `reduce_file` says. The other
     options are `reduce_pair`'s.
     """
+    from gitreduce.sessions.pair import PairSettings
+    from gitreduce.sessions.revisions import RevisionSettings
+    from gitreduce.sessions.revisions import reduce_revisions as reduce_revision_range
+
     choice = parse_executor(executor)
     algorithm = _algorithm(algorithm)
     where = RevisionSettings(
@@ -487,6 +494,8 @@ def count_tokens(source: str | Path | bytes, language: str | None = None) -> int
     keeps a user's figures comparable with the reductions' (`reduced: 263 → 14
     tokens`).
     """
+    from gitreduce.pair.tokens import tokenize
+
     text, name = _source(source)
     return len(tokenize(text, _grammar(name, language)))
 
@@ -500,6 +509,9 @@ def diff_tokens(
     Each is tokenised as `count_tokens` does (with `language`, else by its own
     extension; text given as bytes by `language` or into words).
     """
+    from gitreduce.pair.alignment import diff_ops
+    from gitreduce.pair.tokens import tokenize
+
     seed_text, seed_name = _source(seed)
     variant_text, variant_name = _source(variant)
     seed_tokens = tokenize(seed_text, _grammar(seed_name, language)).texts()

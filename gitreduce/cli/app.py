@@ -73,7 +73,7 @@ from gitreduce.cli.usage import EXIT_USAGE, describe, resolve, short_usage, want
 from gitreduce.cli.version import print_versions
 from gitreduce.core.errors import UserError
 from gitreduce.git.store import Store
-from gitreduce.sessions.pair import PAIR_ALGORITHMS
+from gitreduce.pair import PAIR_ALGORITHMS
 from gitreduce.sessions.run import refuse_overwriting
 
 if TYPE_CHECKING:  # type hints only: typer's own copy of click

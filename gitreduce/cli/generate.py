@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -50,15 +50,12 @@ from gitreduce.cli.progress import (
 from gitreduce.cli.terminal import Terminal
 from gitreduce.core.current import Current
 from gitreduce.core.errors import UserError
-from gitreduce.generator.replay import Alignment
+from gitreduce.generator import DEFAULT_GENERATOR_TIMEOUT
 from gitreduce.git.store import ResultRequest
-from gitreduce.sessions.generate import (
-    DEFAULT_GENERATOR_TIMEOUT,
-    GenerateSettings,
-    GenerateSummary,
-    TraceSearcher,
-    generate,
-)
+
+# The generator's machinery loads when the command runs, not with every `git reduce`.
+if TYPE_CHECKING:
+    from gitreduce.sessions.generate import GenerateSummary, TraceSearcher
 
 HELP = (
     "Reduce the input a random generator makes at --seed by reducing the generator's "
@@ -129,6 +126,9 @@ def generate_command(
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
+    from gitreduce.generator.replay import Alignment
+    from gitreduce.sessions.generate import GenerateSettings, generate
+
     console = Terminal(stderr=True, quiet=quiet, soft_wrap=True)
     with reported_errors(console, debug):
         command, polarity = resolve_test(test, interesting, signature, any_failure)

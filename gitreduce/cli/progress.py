@@ -39,15 +39,15 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.stats import Stats
 from gitreduce.sessions.batch import jobs_file
-from gitreduce.sessions.pair import PairSummary
-from gitreduce.sessions.setpair import SEED_DIRECTORY, VARIANT_DIRECTORY, SetPairSummary
-from gitreduce.sessions.setpair_search import SetPairStatus
-from gitreduce.sessions.single import Summary
 
 PROGRESS_FILE_SECONDS = 0.5
 
-if TYPE_CHECKING:  # a type hint only
+if TYPE_CHECKING:  # type hints only: a single file's run never loads the pairwise modes
     from gitreduce.pair.current import PairCurrent
+    from gitreduce.sessions.pair import PairSummary
+    from gitreduce.sessions.setpair import SetPairSummary
+    from gitreduce.sessions.setpair_search import SetPairStatus
+    from gitreduce.sessions.single import Summary
 
 
 class _StatusLine:
@@ -163,9 +163,10 @@ class PairProgressPrinter(_StatusLine):
     def __call__(self, current: PairCurrent | SetPairStatus) -> None:
         if not self._due():
             return
-        if isinstance(current, SetPairStatus):
-            sizes = current.sizes  # summed over the files of each set
-        else:
+        # Told apart by what they hold, not by class: importing `SetPairStatus` to ask
+        # would load the set-pair machinery into every pair's run.
+        sizes = getattr(current, "sizes", None)  # a SetPairStatus: summed over each set
+        if sizes is None:
             state = current.state
             sizes = (state.seed_tokens(), state.variant_tokens(), state.diff_tokens())
         if self._original is None:
@@ -242,6 +243,8 @@ def print_set_pair_summary(
     console: Console, summary: SetPairSummary, patch: Path | None = None
 ) -> None:
     """Each file's change (see `print_change`), then the sizes, figures and destinations."""
+    from gitreduce.sessions.setpair import SEED_DIRECTORY, VARIANT_DIRECTORY
+
     print_warnings(console, summary.warnings)
     for path in summary.changed_files:
         print_change(

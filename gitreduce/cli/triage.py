@@ -22,10 +22,7 @@ from rich.table import Table
 from gitreduce.cli import EXIT_INTERRUPTED
 from gitreduce.cli.options import Debug, Quiet, TestTimeout, reported_errors
 from gitreduce.cli.terminal import Terminal, shown
-from gitreduce.cli.triage_html import write_index
 from gitreduce.core.errors import UserError
-from gitreduce.sessions.triage import triage
-from gitreduce.sessions.triage_findings import TriageSettings
 from gitreduce.sessions.triage_state import INTERRUPTED, REDUCED, FindingResult, TriageState
 
 HELP = (
@@ -157,6 +154,11 @@ def triage_command(
     quiet: Quiet = False,
     debug: Debug = False,
 ) -> None:
+    # Loaded when the command runs, not with every `git reduce`.
+    from gitreduce.cli.triage_html import write_index
+    from gitreduce.sessions.triage import triage
+    from gitreduce.sessions.triage_findings import TriageSettings
+
     console = Terminal(stderr=True, quiet=quiet, soft_wrap=True)
     with reported_errors(console, debug):
         if html is not None and (html.is_dir() or not html.parent.is_dir()):

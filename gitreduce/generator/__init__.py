@@ -33,3 +33,6 @@ Nothing is imported here: worker processes import pool.py and what it needs
 alone, and should not pay for the engine, the oracle and pygit2 at every
 start.
 """
+
+DEFAULT_GENERATOR_TIMEOUT = 10.0
+"""Seconds a generator may take for the original run, unless the user says otherwise."""

@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gitreduce.core.errors import UserError
-from gitreduce.pair import ppr
-from gitreduce.passes import across, schedule
-from gitreduce.sessions.setpair_search import SET_ROUND
 
 # PPR's pass that runs the single-program schedule on the seed; its passes are labelled
 # under it (`min-commonality/tree`): that label switches one off there only, the plain
@@ -25,7 +22,13 @@ def pass_schedules() -> list[tuple[str, list[tuple[str, str]]]]:
     """The pass schedules, each as (what it is, [(pass name, summary), ...] in running order).
 
     These are the names `skip_passes` takes and the labels `pass_profile()` reports.
+    The schedules load here, not with the module: a single-program run that switches no
+    pass off never asks, and so starts without the pairwise and file-set passes.
     """
+    from gitreduce.pair import ppr
+    from gitreduce.passes import across, schedule
+    from gitreduce.sessions.setpair_search import SET_ROUND
+
     single = (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)
     return [
         (
@@ -53,6 +56,9 @@ def known_passes() -> list[str]:
     """Every name `skip_passes` accepts: each pass of the schedules, then the
     single-program passes under PPR's `min-commonality` (`min-commonality/tree`, ...),
     then the passes the file-set pair's passes nest (`file-ppr/min-tdiff`, ...)."""
+    from gitreduce.pair import ppr
+    from gitreduce.passes import schedule
+
     names = [name for _, passes in pass_schedules() for name, _ in passes]
     single = [declared.name for declared in (*schedule.ROUND, *schedule.LATE, *schedule.FINAL)]
     pairwise = [declared.name for declared in ppr.ROUND]
@@ -75,8 +81,9 @@ def chosen_passes(names: Iterable[str], rename: bool) -> tuple[str, ...]:
     """The passes to switch off, once every name is known to be one (a string is one
     name); `rename` among them when switched off."""
     chosen = (names,) if isinstance(names, str) else tuple(names)
-    known = known_passes()
-    for name in chosen:
-        if name not in known:
-            raise UserError(f"unknown pass {name!r}; known: {', '.join(known)}")
+    if chosen:
+        known = known_passes()
+        for name in chosen:
+            if name not in known:
+                raise UserError(f"unknown pass {name!r}; known: {', '.join(known)}")
     return chosen if rename else (*chosen, "rename")

@@ -24,6 +24,7 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.core.stats import Stats
+from gitreduce.generator import DEFAULT_GENERATOR_TIMEOUT
 from gitreduce.generator.plan import Edits, canonical, feasible, removable
 from gitreduce.generator.pool import GeneratorPool, PoolClosed
 from gitreduce.generator.replay import Alignment
@@ -48,8 +49,6 @@ from gitreduce.sessions.run import (
     waiting_notice,
 )
 from gitreduce.sessions.verify import backed_off, settle
-
-DEFAULT_GENERATOR_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec
+from gitreduce.pair import PAIR_ALGORITHMS as PAIR_ALGORITHMS
+from gitreduce.pair import PairAlgorithm
 from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
@@ -64,10 +66,8 @@ class PairSettings:
     skip_passes: tuple[str, ...] = ()  # pass names or labels switched off (see `run_pass`)
 
 
-PairAlgorithm = Literal["ppr", "dd", "dd-empty"]
 # how often a dd run re-aligns its best pair for progress (the result is aligned at the end)
 ISOLATION_REALIGN_SECONDS = 2.0
-PAIR_ALGORITHMS: dict[str, PairAlgorithm] = {"ppr": "ppr", "dd": "dd", "dd-empty": "dd-empty"}
 
 
 @dataclass

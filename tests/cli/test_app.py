@@ -853,3 +853,43 @@ def test_a_jobs_file_beside_the_progress_file_widens_the_run(tmp_path, widened):
     most = max(int(line) for line in seen.read_text().split())
     assert (most > 1) == widened
     assert progress.exists()
+
+
+# What only the other modes need: a single file's reduction must start without loading it.
+_OTHER_MODES = (
+    "gitreduce.pair.ppr",
+    "gitreduce.pair.current",
+    "gitreduce.generator.replay",
+    "gitreduce.sessions.pair",
+    "gitreduce.sessions.fileset",
+    "gitreduce.sessions.setpair",
+    "gitreduce.sessions.generate",
+    "gitreduce.sessions.triage",
+)
+
+
+def test_a_single_files_reduction_loads_none_of_the_other_modes(tmp_path):
+    """Start-up is part of every run's wall time (and of every completion and hook): the
+    pairwise, file-set, generator and triage modules load only when their mode runs."""
+    (tmp_path / "prog.c").write_text("int unused;\nint main(void) { return 1; }\n")
+    loaded = tmp_path / "loaded.txt"
+    child = (
+        "import atexit, sys\n"
+        "def report():\n"
+        f"    open({str(loaded)!r}, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+        "atexit.register(report)\n"
+        "sys.argv = ['git-reduce', *sys.argv[1:]]\n"
+        "from gitreduce.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child, "prog.c", "--interesting", "grep -q main {}", "--jobs", "1"],
+        cwd=tmp_path,
+        env=os.environ | {"XDG_CACHE_HOME": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(loaded.read_text().split())
+    assert "gitreduce.sessions.single" in modules
+    assert not modules.intersection(_OTHER_MODES)
