@@ -362,6 +362,11 @@ def reduce(
             len(revisions[1]) > 1 or revisions[1][0].endswith("/") or Path(revisions[1][0]).is_dir()
         ):
             set_range, targets, revisions = revisions[0], revisions[1], None
+        pairwise = seed is not None or revisions is not None or set_range is not None
+        if not pairwise and algorithm != "ppr":
+            raise UserError("--algorithm is for a pair: --seed FILE --variant FILE, or GOOD..BAD")
+        if no_bisect and revisions is None and set_range is None:
+            raise UserError("--no-bisect is for GOOD..BAD: there is nothing to bisect")
         directories = [path for path in (seed, variant) if path is not None and path.is_dir()]
         file_set_options = _FileSetOptions(
             keep=keep or [],

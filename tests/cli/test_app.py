@@ -450,6 +450,22 @@ def test_set_pair_misuse_is_one_error_line(tmp_path, args, expected):
     check_one_line_error(process, expected)
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["variant.c", "--algorithm", "dd"], "--algorithm is for a pair"),
+        (["variant.c", "--no-bisect"], "--no-bisect is for GOOD..BAD"),
+        (["--seed", "variant.c", "--variant", "variant.c", "--no-bisect"], "--no-bisect is for"),
+    ],
+    ids=["algorithm-single", "no-bisect-single", "no-bisect-pair"],
+)
+def test_an_option_the_mode_would_ignore_is_one_error_line(tmp_path, args, expected):
+    """A careless `--algorithm dd` or `--no-bisect` on a run they do not apply to used to
+    be dropped without a word; now the run does not start."""
+    process = run_cli(*args, "--test", TEST_SH, cwd=workdir(tmp_path))
+    check_one_line_error(process, expected)
+
+
 def test_test_and_interesting_together(tmp_path):
     cwd = workdir(tmp_path)
     process = run_cli("variant.c", "--test", TEST_SH, "--interesting", INTERESTING_SH, cwd=cwd)
