@@ -29,6 +29,7 @@ from gitreduce.core import fileset, tickets
 from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle import output as output_file
+from gitreduce.oracle.direct import direct_argv, shell_status
 from gitreduce.oracle.reaper import reaper
 from gitreduce.oracle.scratch import ScratchRoot, sweep_once
 from gitreduce.oracle.signature import extract_signature
@@ -122,8 +123,11 @@ class _Slot:
     output: Path
     files: SlotFiles
     temporary: Path  # the test's $TMPDIR
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # the shell's, running the command
     env: Mapping[str, str]
+    # The program and words that start the test without the shell, if it needs none
+    # (`oracle/direct.py`).
+    direct: tuple[str, tuple[str, ...]] | None
 
 
 # Set to 0, every test is placed by the scheduler (see `Oracle._pins`).
@@ -237,14 +241,16 @@ class Oracle:
         name = "" if self.spec.file_set else str(relative)  # a set's {} is our own directory
         temporary = self._root / f"{index}.tmp"
         temporary.mkdir()
+        command = _with_candidate(command, candidate, name)
         return _Slot(
             workdir=workdir,
             candidate=candidate,
             output=self._root / f"{index}.out",
             files=SlotFiles(workdir, candidate),
             temporary=temporary,
-            argv=("/bin/sh", "-c", _with_candidate(command, candidate, name)),
+            argv=("/bin/sh", "-c", command),
             env={**environment, "GITREDUCE_FILE": str(candidate), "TMPDIR": str(temporary)},
+            direct=direct_argv(command, environment),
         )
 
     def set_jobs(self, jobs: int) -> None:
@@ -376,15 +382,7 @@ class Oracle:
             cpu = placement.enter_context(_PROCESSORS.least_busy(pins)) if pins else None
             start = time.monotonic()
             with _started_on(cpu):
-                process = subprocess.Popen(
-                    slot.argv,
-                    cwd=slot.workdir,
-                    env=slot.env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+                process, direct = _start(slot, out)
             finished = self._wait(process, out)
             seconds = time.monotonic() - start
             output = output_file.read(out)
@@ -396,7 +394,7 @@ class Oracle:
         output = output.replace(f"{slot.workdir}{os.sep}", "").replace(str(slot.workdir), ".")
         if not finished:
             return Outcome(Verdict.TIMEOUT, None, seconds), output
-        code = process.returncode
+        code = shell_status(process.returncode) if direct else process.returncode
         verdict = _classify(self.spec.polarity, code)
         signature = self._signature(code, output) if verdict is Verdict.BAD else None
         return Outcome(verdict, code, seconds, signature), output
@@ -456,6 +454,32 @@ class Oracle:
             return "interesting"
         line = extract_signature(output, candidate=self.spec.relative_path)
         return f"exit {code}" if line is None else f"exit {code}: {line}"
+
+
+def _start(slot: _Slot, out: IO[bytes]) -> tuple[subprocess.Popen[bytes], bool]:
+    """The test's process, started without the shell where it needs none; and whether it
+    was. Where the program cannot be started after all (deleted, or its mode changed since
+    the oracle opened), the shell starts it and reports that as it always did."""
+    if slot.direct is not None:
+        program, words = slot.direct
+        with contextlib.suppress(OSError):
+            return _popen(slot, out, words, program), True
+    return _popen(slot, out, slot.argv, None), False
+
+
+def _popen(
+    slot: _Slot, out: IO[bytes], argv: tuple[str, ...], program: str | None
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        executable=program,
+        cwd=slot.workdir,
+        env=slot.env,
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def _compile_signature(pattern: str | None) -> re.Pattern[str] | None:
