@@ -5,6 +5,7 @@ tests."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import pty
 import re
@@ -144,6 +145,85 @@ def bisect_pair(
         lambda outcome: outcome.verdict is Verdict.GOOD,
         lambda outcome: outcome.verdict is Verdict.BAD,
     )
+
+
+class LookaheadLog(Engine):
+    """An engine that notes, for every batch, the pass it is for, what was read from it,
+    the start of its lookahead, whether it had a winner, and the start of what its caller
+    said it tries after that winner."""
+
+    def __init__(self, predicate: Predicate) -> None:
+        def run_test(text: bytes) -> Outcome:
+            return Outcome(Verdict.BAD if predicate(text) else Verdict.GOOD, 0, 0.0)
+
+        super().__init__(run_test, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+        self.batches: list[tuple[str, list[bytes], list[bytes] | None, bool]] = []
+        self.after_winners: list[list[bytes] | None] = []
+
+    def first_judged(self, candidates, judge, *, label, lookahead=None, after=None):
+        read: list[bytes] = []
+
+        def reading():
+            for candidate in candidates:
+                read.append(bytes(candidate))
+                yield candidate
+
+        ahead = None
+        if lookahead is not None:
+            ahead = [bytes(text) for text in itertools.islice(lookahead(), 12)]
+        found = super().first_judged(reading(), judge, label=label)
+        self.batches.append((label, read, ahead, found is not None))
+        following = None
+        if found is not None and after is not None:
+            following = [bytes(text) for text in itertools.islice(after(found[0]), 12)]
+        self.after_winners.append(following)
+        return found
+
+
+LOOKAHEAD_PROGRAMS = {
+    "c": b"""int g(int x) { return x * 2 + 1; }
+int h(int y, int z) { if (y > z) { return y - z; } return g(z) + y; }
+int main(void) {
+    int a = 1, b = 2, c = 3;
+    for (int i = 0; i < 3; i++) { a += h(b, c) * i; }
+    return a + b + c + g(a);
+}
+""",
+    "python": b"""def g(x):
+    return x * 2 + 1
+
+def h(y, z):
+    if y > z:
+        return y - z
+    return g(z) + y
+
+def main():
+    a, b, c = 1, 2, 3
+    for i in range(3):
+        a += h(b, c) * i
+    return a + b + c + g(a)
+""",
+}
+
+
+def replayed(language: str) -> LookaheadLog:
+    """A whole reduction of the language's lookahead program at one job, logged; the test
+    wants the calls of `h` and `g` kept."""
+    return logged_reduction(
+        language,
+        LOOKAHEAD_PROGRAMS[language],
+        lambda text: parses_cleanly(language, text) and b"h(" in text and b"g(" in text,
+    )
+
+
+def logged_reduction(language: str, program: bytes, predicate: Predicate) -> LookaheadLog:
+    """A whole reduction of `program` at one job under `predicate`, logged."""
+    engine = LookaheadLog(predicate)
+    try:
+        reduce_program(Current(program, engine, Syntax(grammars.load(language), program)))
+    finally:
+        engine.close()
+    return engine
 
 
 def parser(language: str) -> tree_sitter.Parser:

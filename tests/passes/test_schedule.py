@@ -20,9 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import (
     GATED_ONLY,
+    LOOKAHEAD_PROGRAMS,
     Predicate,
     calls,
     current_for,
+    logged_reduction,
     make_engine,
     parses_cleanly,
     reduce_text,
@@ -628,6 +630,57 @@ def test_a_switched_off_pass_is_not_warmed_up(skipped, nest):
     plain = [replace(declared, first_batch=None) for declared in passes]
     wrap = _nested if nest else list
     assert _grouped(wrap(passes), (skipped,))[:2] == _grouped(wrap(plain), (skipped,))[:2]
+
+
+# Under a test nothing passes, every batch takes nothing: every lookahead is read.
+NAMED = b"""int g;
+int helper(int a) { return a + g; }
+int main(void) { int x = 1; return helper(x) + x; }
+"""
+
+
+def _nothing_passes(text: bytes) -> bool:
+    return False
+
+
+@pytest.mark.parametrize(
+    ("language", "program", "predicate"),
+    [
+        *(
+            (
+                language,
+                program,
+                lambda text, language=language: (
+                    parses_cleanly(language, text) and b"h(" in text and b"g(" in text
+                ),
+            )
+            for language, program in LOOKAHEAD_PROGRAMS.items()
+        ),
+        ("c", NAMED, _nothing_passes),
+    ],
+    ids=[*LOOKAHEAD_PROGRAMS, "c-nothing-passes"],
+)
+def test_every_lookahead_is_what_is_read_next_when_its_batch_takes_nothing(
+    language, program, predicate
+):
+    """At one job, over a whole reduction, after every batch of any pass that took
+    nothing, the candidates read next (until one is taken) begin with the batch's
+    lookahead, byte for byte: a warm-up at two jobs never tests what one job would not.
+    (`test_tree` checks the tree pass's alone, on the first two programs.)"""
+    engine = logged_reduction(language, program, predicate)
+    compared: dict[str, int] = {}
+    for position, (label, _, ahead, won) in enumerate(engine.batches):
+        if ahead is None or won:
+            continue
+        following: list[bytes] = []
+        for _, read, _, later_won in engine.batches[position + 1 :]:
+            following.extend(read)
+            if later_won or len(following) >= len(ahead):
+                break
+        length = min(len(ahead), len(following))
+        assert following[:length] == ahead[:length], (position, label)
+        compared[label] = compared.get(label, 0) + length
+    assert len([label for label, count in compared.items() if count]) >= 3, compared
 
 
 def sent_first(declared: Pass[Program], language: str, program: bytes) -> tuple[list, list]:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
 
 import pytest
-from support import GATED_ONLY, Predicate, calls, nodes, parses_cleanly, reduce_text
+from support import (
+    GATED_ONLY,
+    LOOKAHEAD_PROGRAMS,
+    calls,
+    nodes,
+    parses_cleanly,
+    reduce_text,
+    replayed,
+)
 
 from gitreduce.core import tickets
 from gitreduce.core.current import Current
@@ -15,7 +22,6 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
-from gitreduce.passes.schedule import reduce_program
 from gitreduce.passes.tree import Catalog, TreeReducer, list_units, operand_units
 
 RETURN_KINDS = {"return_statement", "return_expression"}
@@ -262,82 +268,6 @@ def test_a_body_with_a_line_less_indented_than_itself_stays_wrapped():
     assert b'"""a\nb"""' in result.text and parses_cleanly("python", result.text)
 
 
-class LookaheadLog(Engine):
-    """An engine that notes, for every batch, what was read from it, the start of its
-    lookahead, whether it had a winner, and the start of what its caller said it tries
-    after that winner."""
-
-    def __init__(self, predicate: Predicate) -> None:
-        def run_test(text: bytes) -> Outcome:
-            return Outcome(Verdict.BAD if predicate(text) else Verdict.GOOD, 0, 0.0)
-
-        super().__init__(run_test, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
-        self.batches: list[tuple[list[bytes], list[bytes] | None, bool]] = []
-        self.after_winners: list[list[bytes] | None] = []
-
-    def first_judged(self, candidates, judge, *, label, lookahead=None, after=None):
-        read: list[bytes] = []
-
-        def reading():
-            for candidate in candidates:
-                read.append(bytes(candidate))
-                yield candidate
-
-        ahead = None
-        if lookahead is not None:
-            ahead = [bytes(text) for text in itertools.islice(lookahead(), 12)]
-        found = super().first_judged(reading(), judge, label=label)
-        self.batches.append((read, ahead, found is not None))
-        following = None
-        if found is not None and after is not None:
-            following = [bytes(text) for text in itertools.islice(after(found[0]), 12)]
-        self.after_winners.append(following)
-        return found
-
-
-LOOKAHEAD_PROGRAMS = {
-    "c": b"""int g(int x) { return x * 2 + 1; }
-int h(int y, int z) { if (y > z) { return y - z; } return g(z) + y; }
-int main(void) {
-    int a = 1, b = 2, c = 3;
-    for (int i = 0; i < 3; i++) { a += h(b, c) * i; }
-    return a + b + c + g(a);
-}
-""",
-    "python": b"""def g(x):
-    return x * 2 + 1
-
-def h(y, z):
-    if y > z:
-        return y - z
-    return g(z) + y
-
-def main():
-    a, b, c = 1, 2, 3
-    for i in range(3):
-        a += h(b, c) * i
-    return a + b + c + g(a)
-""",
-}
-
-
-def replayed(language: str) -> LookaheadLog:
-    """A whole reduction of the language's lookahead program at one job, logged; the test
-    wants the calls of `h` and `g` kept."""
-    program = LOOKAHEAD_PROGRAMS[language]
-    syntax = Syntax(grammars.load(language), program)
-
-    def keeps_the_bug(text: bytes) -> bool:
-        return parses_cleanly(language, text) and b"h(" in text and b"g(" in text
-
-    engine = LookaheadLog(keeps_the_bug)
-    try:
-        reduce_program(Current(program, engine, syntax))
-    finally:
-        engine.close()
-    return engine
-
-
 @pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
 def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language):
     """At one job, after every batch of the tree pass that took nothing, the candidates
@@ -345,11 +275,11 @@ def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language
     at two jobs tests what the next batch asks for."""
     engine = replayed(language)
     compared = 0
-    for position, (_, ahead, won) in enumerate(engine.batches):
-        if ahead is None or won:
+    for position, (label, _, ahead, won) in enumerate(engine.batches):
+        if ahead is None or won or label != "tree":
             continue
         following: list[bytes] = []
-        for read, _, later_won in engine.batches[position + 1 :]:
+        for _, read, _, later_won in engine.batches[position + 1 :]:
             following.extend(read)
             if later_won or len(following) >= len(ahead):
                 break
@@ -369,7 +299,7 @@ def test_what_a_sweep_says_follows_a_winner_is_what_it_reads_next(language):
     for position, following in enumerate(engine.after_winners):
         if not following:
             continue
-        read, _, _ = engine.batches[position + 1]
+        _, read, _, _ = engine.batches[position + 1]
         length = min(len(following), len(read))
         assert read[:length] == following[:length], position
         compared += length
