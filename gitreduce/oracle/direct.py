@@ -25,7 +25,11 @@ When, conservatively (anything else keeps the shell):
   script with `#!`. The shell runs a script without `#!` itself, after the
   kernel refuses it.
 What the test then sees is what the shell would have given it: the same
-words (argv[0] as written), environment, directory and process group. How a
+words (argv[0] as written), directory, process group and environment, with
+PWD the directory it runs in, as the shell exports it (the runner sets it).
+Not copied: what some shells do to variables a user rarely exports (dash
+resets IFS, OPTIND and PPID and drops names that are not identifiers, such as
+bash's exported functions); a test started directly inherits those as they are. How a
 test killed by a signal is reported is the shell's too: the runner turns the
 signal into 128 + its number (`shell_status`).
 """

@@ -126,8 +126,10 @@ class _Slot:
     argv: tuple[str, ...]  # the shell's, running the command
     env: Mapping[str, str]
     # The program and words that start the test without the shell, if it needs none
-    # (`oracle/direct.py`).
+    # (`oracle/direct.py`), and its environment: `env` with PWD the directory it runs
+    # in, which the shell would have exported (it sets PWD as it starts).
     direct: tuple[str, tuple[str, ...]] | None
+    direct_env: Mapping[str, str]
 
 
 # Set to 0, every test is placed by the scheduler (see `Oracle._pins`).
@@ -242,6 +244,7 @@ class Oracle:
         temporary = self._root / f"{index}.tmp"
         temporary.mkdir()
         command = _with_candidate(command, candidate, name)
+        env = {**environment, "GITREDUCE_FILE": str(candidate), "TMPDIR": str(temporary)}
         return _Slot(
             workdir=workdir,
             candidate=candidate,
@@ -249,8 +252,9 @@ class Oracle:
             files=SlotFiles(workdir, candidate),
             temporary=temporary,
             argv=("/bin/sh", "-c", command),
-            env={**environment, "GITREDUCE_FILE": str(candidate), "TMPDIR": str(temporary)},
+            env=env,
             direct=direct_argv(command, environment),
+            direct_env={**env, "PWD": os.path.realpath(workdir)},
         )
 
     def set_jobs(self, jobs: int) -> None:
@@ -463,18 +467,22 @@ def _start(slot: _Slot, out: IO[bytes]) -> tuple[subprocess.Popen[bytes], bool]:
     if slot.direct is not None:
         program, words = slot.direct
         with contextlib.suppress(OSError):
-            return _popen(slot, out, words, program), True
-    return _popen(slot, out, slot.argv, None), False
+            return _popen(slot, out, words, program, slot.direct_env), True
+    return _popen(slot, out, slot.argv, None, slot.env), False
 
 
 def _popen(
-    slot: _Slot, out: IO[bytes], argv: tuple[str, ...], program: str | None
+    slot: _Slot,
+    out: IO[bytes],
+    argv: tuple[str, ...],
+    program: str | None,
+    env: Mapping[str, str],
 ) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         argv,
         executable=program,
         cwd=slot.workdir,
-        env=slot.env,
+        env=env,
         stdin=subprocess.DEVNULL,
         stdout=out,
         stderr=subprocess.STDOUT,

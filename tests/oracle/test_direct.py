@@ -3,6 +3,7 @@ reports what it would have under `/bin/sh -c`, with real processes."""
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,19 @@ def test_a_test_killed_by_a_signal_reads_as_under_the_shell(tmp_path):
         with Oracle(TestSpec(command, "f.txt", timeout=10), jobs=1) as oracle:
             outcome = oracle.run(b"x")
         assert (outcome.verdict, outcome.exit_code) == (Verdict.BROKEN, 139), command
+
+
+def test_the_test_sees_pwd_as_the_shell_would_have_set_it(tmp_path):
+    """The shell exports PWD as the directory it runs in; an interpreter that does not
+    reset it itself (Python) must not see the directory gitreduce was started in."""
+    check = tmp_path / "check.py"
+    check.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        "sys.exit(0 if os.environ.get('PWD') == os.getcwd() else 1)\n"
+    )
+    check.chmod(0o755)
+    with Oracle(TestSpec(f"{check} {{}}", "f.txt", timeout=10), jobs=1) as oracle:
+        assert oracle.run(b"x").verdict is Verdict.GOOD
 
 
 def test_a_script_without_shebang_runs_as_before(tmp_path):
