@@ -179,6 +179,24 @@ class LookaheadLog(Engine):
         self.after_winners.append(following)
         return found
 
+    def lookaheads_compared(self) -> dict[str, int]:
+        """Asserts that after every batch that took nothing, the candidates read next
+        (until one is taken) begin with the batch's lookahead, byte for byte; returns how
+        many candidates were compared, by pass."""
+        compared: dict[str, int] = {}
+        for position, (label, _, ahead, won) in enumerate(self.batches):
+            if ahead is None or won:
+                continue
+            following: list[bytes] = []
+            for _, read, _, later_won in self.batches[position + 1 :]:
+                following.extend(read)
+                if later_won or len(following) >= len(ahead):
+                    break
+            length = min(len(ahead), len(following))
+            assert following[:length] == ahead[:length], (position, label)
+            compared[label] = compared.get(label, 0) + length
+        return compared
+
 
 LOOKAHEAD_PROGRAMS = {
     "c": b"""int g(int x) { return x * 2 + 1; }

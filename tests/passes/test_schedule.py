@@ -667,19 +667,7 @@ def test_every_lookahead_is_what_is_read_next_when_its_batch_takes_nothing(
     nothing, the candidates read next (until one is taken) begin with the batch's
     lookahead, byte for byte: a warm-up at two jobs never tests what one job would not.
     (`test_tree` checks the tree pass's alone, on the first two programs.)"""
-    engine = logged_reduction(language, program, predicate)
-    compared: dict[str, int] = {}
-    for position, (label, _, ahead, won) in enumerate(engine.batches):
-        if ahead is None or won:
-            continue
-        following: list[bytes] = []
-        for _, read, _, later_won in engine.batches[position + 1 :]:
-            following.extend(read)
-            if later_won or len(following) >= len(ahead):
-                break
-        length = min(len(ahead), len(following))
-        assert following[:length] == ahead[:length], (position, label)
-        compared[label] = compared.get(label, 0) + length
+    compared = logged_reduction(language, program, predicate).lookaheads_compared()
     assert len([label for label, count in compared.items() if count]) >= 3, compared
 
 

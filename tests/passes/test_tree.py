@@ -273,19 +273,7 @@ def test_a_sweeps_lookahead_is_what_it_tries_next_when_nothing_is_taken(language
     """At one job, after every batch of the tree pass that took nothing, the candidates
     read next (until one is taken) begin with its lookahead, byte for byte: so a warm-up
     at two jobs tests what the next batch asks for."""
-    engine = replayed(language)
-    compared = 0
-    for position, (label, _, ahead, won) in enumerate(engine.batches):
-        if ahead is None or won or label != "tree":
-            continue
-        following: list[bytes] = []
-        for _, read, _, later_won in engine.batches[position + 1 :]:
-            following.extend(read)
-            if later_won or len(following) >= len(ahead):
-                break
-        length = min(len(ahead), len(following))
-        assert following[:length] == ahead[:length], position
-        compared += length
+    compared = replayed(language).lookaheads_compared().get("tree", 0)
     assert compared >= 50, compared
 
 
