@@ -1,6 +1,6 @@
 """Starting the test without a shell, when the shell would only split its command into words.
 
-Job: `direct_argv(command, path)`: the words of a test command and the program
+Job: `direct_argv(command, environment)`: the words of a test command and the program
 they start, when `/bin/sh -c COMMAND` would do nothing but split it into words
 and start that program; else None, and the command goes to the shell as it is.
 
@@ -27,11 +27,11 @@ When, conservatively (anything else keeps the shell):
 What the test then sees is what the shell would have given it: the same
 words (argv[0] as written), directory, process group and environment, with
 PWD the directory it runs in, as the shell exports it (the runner sets it).
-Not copied: what some shells do to variables a user rarely exports (dash
-resets IFS, OPTIND and PPID and drops names that are not identifiers, such as
-bash's exported functions); a test started directly inherits those as they are. How a
-test killed by a signal is reported is the shell's too: the runner turns the
-signal into 128 + its number (`shell_status`).
+How a test killed by a signal is reported is the shell's too: the runner turns
+the signal into 128 + its number (`shell_status`). Not copied: what some shells
+do to variables a user rarely exports (dash resets IFS, OPTIND and PPID and
+drops names that are not identifiers, such as bash's exported functions); a
+test started directly inherits those as they are.
 """
 
 import os
