@@ -100,18 +100,17 @@ def _list_passes(value: bool) -> None:
     raise typer.Exit()
 
 
-class _FileSetOptions(TypedDict):
-    """The options a set of files and a pair of sets (from directories or revisions) take
-    alike from the command line; each call adds its own progress callback."""
+class _RunOptions(TypedDict):
+    """The options every mode takes alike from the command line; each call adds its own
+    (a progress callback; a file's language, a set's kept files, an output, a pair's
+    algorithm)."""
 
-    keep: list[Path]
     interesting: bool
     jobs: int
     timeout: float | None
     signature: str | None
     any_failure: bool
     repeat: int
-    output: Path | None
     branch: str | None
     force: bool
     patch: Path | None
@@ -277,15 +276,13 @@ def reduce_command(
         if no_bisect and revisions is None and set_range is None:
             raise UserError("--no-bisect is for GOOD..BAD: there is nothing to bisect")
         directories = [path for path in (seed, variant) if path is not None and path.is_dir()]
-        file_set_options = _FileSetOptions(
-            keep=keep or [],
+        options = _RunOptions(
             interesting=polarity == "interesting",
             jobs=jobs,
             timeout=timeout,
             signature=signature,
             any_failure=any_failure,
             repeat=repeat,
-            output=output,
             branch=branch,
             force=force,
             patch=patch,
@@ -317,13 +314,21 @@ def reduce_command(
                         targets or [],
                         command,
                         bisect=not no_bisect,
+                        keep=keep or [],
+                        output=output,
                         progress=set_pair_observe,
-                        **file_set_options,
+                        **options,
                     )
                 else:
                     assert seed is not None and variant is not None
                     set_pair = api.reduce_set_pair(
-                        seed, variant, command, progress=set_pair_observe, **file_set_options
+                        seed,
+                        variant,
+                        command,
+                        keep=keep or [],
+                        output=output,
+                        progress=set_pair_observe,
+                        **options,
                     )
             finally:
                 set_pair_progress.stop()
@@ -354,32 +359,30 @@ def reduce_command(
             pair_progress = PairProgressPrinter(console)
             history = History()
             observe = chain(pair_progress, history, *counted)
-            options = dict(  # what both pair modes take alike
-                interesting=polarity == "interesting",
-                algorithm=PAIR_ALGORITHMS[algorithm],
-                jobs=jobs,
-                timeout=timeout,
-                language=language,
-                signature=signature,
-                any_failure=any_failure,
-                repeat=repeat,
-                branch=branch,
-                force=force,
-                patch=patch,
-                skip_passes=skip_passes,
-                rename=rename,
-                executor=executor,
-                progress=observe,
-                echo=echo,
-            )
+            chosen = PAIR_ALGORITHMS[algorithm]
             try:
                 if revisions is not None:
                     pair_summary = api.reduce_revisions(
-                        revisions[0], revisions[1][0], command, bisect=not no_bisect, **options
+                        revisions[0],
+                        revisions[1][0],
+                        command,
+                        bisect=not no_bisect,
+                        algorithm=chosen,
+                        language=language,
+                        progress=observe,
+                        **options,
                     )
                 else:
                     assert seed is not None and variant is not None
-                    pair_summary = api.reduce_pair(seed, variant, command, **options)
+                    pair_summary = api.reduce_pair(
+                        seed,
+                        variant,
+                        command,
+                        algorithm=chosen,
+                        language=language,
+                        progress=observe,
+                        **options,
+                    )
             finally:
                 pair_progress.stop()
             written = write_pair(pair_summary, output) if output is not None else None
@@ -412,7 +415,12 @@ def reduce_command(
             set_progress = ProgressPrinter(console)
             try:
                 set_summary = api.reduce_files(
-                    targets, command, progress=chain(set_progress, *counted), **file_set_options
+                    targets,
+                    command,
+                    keep=keep or [],
+                    output=output,
+                    progress=chain(set_progress, *counted),
+                    **options,
                 )
             finally:
                 set_progress.stop()
@@ -441,22 +449,10 @@ def reduce_command(
             summary = api.reduce_file(
                 targets[0],
                 command,
-                interesting=polarity == "interesting",
-                jobs=jobs,
-                timeout=timeout,
                 language=language,
-                signature=signature,
-                any_failure=any_failure,
-                repeat=repeat,
                 output=output,
-                branch=branch,
-                force=force,
-                patch=patch,
-                skip_passes=skip_passes,
-                rename=rename,
-                executor=executor,
                 progress=chain(progress, history, *counted),
-                echo=echo,
+                **options,
             )
         finally:
             progress.stop()
