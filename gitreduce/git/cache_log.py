@@ -66,6 +66,7 @@ from pygit2.enums import FileMode
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome
+from gitreduce.git import packs
 from gitreduce.git.cache_format import (
     BATCHES,
     CACHE_REF_PREFIX,
@@ -147,6 +148,7 @@ class CacheLog:
         self._pending = memory.pending
         self._written: list[str] = []  # objects to pack: written here, or adopted at a seal
         self._written_bytes = 0
+        self._small_packs: list[packs.WrittenPack] = []  # of candidates (`keep_pack`), to pack
         # This writer's checkpoint objects since its last seal (deleted at the next one
         # unless sealed history refers to them), and when the first was written.
         self._scratch: set[str] = set()
@@ -171,6 +173,20 @@ class CacheLog:
         with self._lock:
             self._written.append(key)
             self._written_bytes += size
+
+    def keep_pack(self, written: packs.WrittenPack) -> None:
+        """Pack with this writer's objects the blobs of the small pack `written` (candidates),
+        and delete that pack once they are."""
+        with self._lock:
+            for key, size in written.blobs:
+                self._written.append(key)
+                self._written_bytes += size
+            self._small_packs.append(written)
+
+    @property
+    def small_packs(self) -> int:
+        """Small packs of candidates written since the last pack."""
+        return len(self._small_packs)
 
     @property
     def unpacked_bytes(self) -> int:
@@ -602,20 +618,26 @@ class CacheLog:
                 written = [key for key in self._written if key not in self._scratch]
                 self._written = [key for key in self._written if key in self._scratch]
                 self._written_bytes = 0
+                small, self._small_packs = self._small_packs, []
             repo = pygit2.Repository(self.path)
             objects = objects_dir(repo)
+            in_small = {key: None for written in small for key, _ in written.blobs}
             loose = [
-                key for key in dict.fromkeys(written) if (objects / key[:2] / key[2:]).exists()
+                key
+                for key in dict.fromkeys(written)
+                if key not in in_small and (objects / key[:2] / key[2:]).exists()
             ]
-            if not loose:
+            if not loose and not in_small:
                 return 0
             builder = pygit2.PackBuilder(repo)
             # One thread: packing overlaps the re-verification, whose test must have a
             # processor to itself, and mid-run the tests; all threads would take every one.
             builder.set_threads(1)
-            for key in loose:
+            for key in [*loose, *in_small]:
                 builder.add(pygit2.Oid(hex=key))
             builder.write()  # into objects/pack/, renamed into place once complete
             drop_loose(objects, loose)
+            for written_pack in small:
+                packs.delete(written_pack.path)
             self.packs += 1
-            return len(loose)
+            return len(loose) + len(in_small)

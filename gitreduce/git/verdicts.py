@@ -29,9 +29,12 @@ from collections.abc import Callable
 
 import pygit2
 
+from gitreduce.core.keys import set_tree
 from gitreduce.core.outcome import Outcome
+from gitreduce.git import packs
 from gitreduce.git.cache_format import FINGERPRINT, CacheMemory, RecordCodec, write_candidate
 from gitreduce.git.cache_log import CacheLog
+from gitreduce.git.layout import objects_dir
 from gitreduce.git.provenance import (
     SECRET_BYTES,
     new_run_id,
@@ -39,6 +42,10 @@ from gitreduce.git.provenance import (
     repository_secret,
     revoked_runs,
 )
+
+# Small packs of candidates (one a checkpoint, at most two a second) folded into one pack at
+# most this many at a time: each is a file pair every lookup of a missing object searches.
+SMALL_PACKS = 64
 
 
 class GitVerdictCache:
@@ -188,7 +195,7 @@ class GitVerdictCache:
         object behind; not after `close()`, when nothing more would make the
         candidate reachable. Written by the background thread, just before the
         commit that first holds its verdict (`_write_unwritten`), not by the
-        thread that ran the test: a loose object is a file created, 0.4 ms per
+        thread that ran the test: a loose object was a file created, 0.4 ms per
         test measured on sequence-point's 11-ms tests at one job, and the next
         test waited for it.
         """
@@ -205,10 +212,24 @@ class GitVerdictCache:
     def _write_unwritten(self) -> None:
         """Write every candidate `recording` kept so far. The log calls it once it has taken
         the verdicts it is about to commit: each was put after its candidate was kept, so
-        every candidate those verdicts name is written before the commit refers to it."""
+        every candidate those verdicts name is written before the commit refers to it.
+
+        One file's texts go into one new pack (`git/packs.py`: two files, not one
+        per candidate); a file set's trees, and texts a pack cannot take, loose.
+        """
         with self._unwritten_lock:
             unwritten, self._unwritten = self._unwritten, []
+        texts: list[bytes] = []
+        loose: list[bytes] = []
         for content in unwritten:
+            (texts if set_tree(content) is None else loose).append(content)
+        try:
+            written = packs.write_blobs(objects_dir(self._blob_repo), texts)
+        except (OSError, packs.PackTooLarge):
+            written, loose = None, unwritten
+        if written is not None:
+            self._log.keep_pack(written)
+        for content in loose:
             self.remember(content)
 
     def __len__(self) -> int:
@@ -265,7 +286,11 @@ class GitVerdictCache:
                 packing = self._pack_now.is_set()
                 if not packing:  # else the seal below commits the pending verdicts itself
                     self._log.checkpoint()
-                if packing or self._log.unpacked_bytes >= self._pack_bytes:
+                if (
+                    packing
+                    or self._log.unpacked_bytes >= self._pack_bytes
+                    or self._log.small_packs >= SMALL_PACKS
+                ):
                     self._pack_now.clear()
                     self.flush()
                     self.pack()

@@ -90,6 +90,33 @@ def test_a_tested_candidate_is_written_by_the_background_thread_not_the_tests(ba
     assert quiet_cache(bare).get(blob_id(b"tested")) == outcome_for(1)
 
 
+def test_tested_candidates_are_written_in_packs_never_as_loose_files(bare):
+    """A checkpoint writes the candidates it names as one small pack (two files, not one per
+    candidate); packing folds the small packs into one and deletes them."""
+    objects = Path(bare.path) / "objects"
+    cache = GitVerdictCache(bare, FINGERPRINT, checkpoint_seconds=0.0, checkpoint_verdicts=10)
+    runner = cache.recording(lambda content: outcome_for(len(content)))
+    tested = [f"int candidate_{index};\n".encode() * (1 + index % 7) for index in range(100)]
+    for start in range(0, len(tested), 10):
+        for content in tested[start : start + 10]:
+            cache.put(blob_id(content), runner(content))
+        _eventually(lambda: not cache._memory.pending)
+    small = sorted((objects / "pack").glob("pack-*.pack"))
+    assert len(small) >= 2, small  # one a checkpoint
+    for content in tested:
+        key = blob_id(content)
+        assert key in bare and not (objects / key[:2] / key[2:]).exists()
+    cache.close()
+    packed = sorted((objects / "pack").glob("pack-*.pack"))
+    assert len(packed) == 1 and not set(packed) & set(small)
+    assert not list((objects / "pack").glob("tmp_*"))
+    fsck_clean(Path(bare.path))
+    again = quiet_cache(pygit2.Repository(bare.path))
+    for content in tested:
+        assert again.get(blob_id(content)) == outcome_for(len(content))
+        assert pygit2.Repository(bare.path)[blob_id(content)].data == content
+
+
 def _on_eight_threads(work: Callable[[int], None]) -> None:
     """`work(0)` ... `work(7)` at once, each on a thread of its own; back when all are done."""
     threads = [threading.Thread(target=work, args=(worker,)) for worker in range(8)]
