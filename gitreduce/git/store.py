@@ -26,6 +26,7 @@ from gitreduce.git.results import record_result, result_branch_name, result_mess
 from gitreduce.git.revisions import to_repo_path
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.oracle.calibration import calibrate
+from gitreduce.oracle.executor import TestRunner
 from gitreduce.oracle.spec import TestSpec
 
 
@@ -66,7 +67,12 @@ def verdict_cache(store: Store, spec: TestSpec, warnings: list[str]) -> Iterator
 
 
 def calibrate_cached(
-    spec: TestSpec, content: bytes, expect: Verdict, jobs: int, cache: GitVerdictCache
+    spec: TestSpec,
+    content: bytes,
+    expect: Verdict,
+    jobs: int,
+    cache: GitVerdictCache,
+    runner: TestRunner | None = None,
 ) -> tuple[TestSpec, Outcome]:
     """`calibrate`, unless the cache already holds a local verdict of the expected class
     for `content`.
@@ -81,7 +87,7 @@ def calibrate_cached(
     if cached is not None and cached.local and cached.verdict is expect:
         timeout = spec.timeout or max(1.0, float(math.ceil(10 * cached.seconds)))
         return replace(spec, timeout=timeout), cached
-    calibrated, outcome = calibrate(spec, content, expect, jobs=jobs)
+    calibrated, outcome = calibrate(spec, content, expect, jobs=jobs, runner=runner)
     cache.put(key, outcome, content=content)
     return calibrated, outcome
 

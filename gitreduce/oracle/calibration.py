@@ -18,6 +18,7 @@ import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -36,8 +37,19 @@ CHEAP_SECONDS = 3.0
 Run = tuple[Outcome, str]  # a run's outcome and the output it printed
 
 
+def calibration_runner(spec: TestSpec, jobs: int) -> TestRunner:
+    """The runner calibration runs the test with: up to two runs at a time, each under the
+    spec's timeout or, without one, a provisional one (`calibrate(..., runner=)` takes one
+    made here, e.g. to share processors with another original's calibration)."""
+    return open_runner(replace(spec, timeout=spec.timeout or PROVISIONAL_TIMEOUT), min(jobs, 2))
+
+
 def calibrate(
-    spec: TestSpec, content: bytes, expect: Verdict, jobs: int = 1
+    spec: TestSpec,
+    content: bytes,
+    expect: Verdict,
+    jobs: int = 1,
+    runner: TestRunner | None = None,
 ) -> tuple[TestSpec, Outcome]:
     """Check that the test classifies the original input as `expect`, reliably.
 
@@ -47,11 +59,12 @@ def calibrate(
     majority rule decides. Returns the spec with its timeout set (kept if
     given, else ten times the slowest run, at least one second) and the
     outcome whose signature every candidate must reproduce. Raises
-    `UserError` when the test cannot serve as an oracle.
+    `UserError` when the test cannot serve as an oracle. `runner`: a
+    `calibration_runner`, or one that runs through it, to use (and leave open)
+    instead of one of this calibration's own.
     """
     _require_executable(spec.command)
-    provisional = replace(spec, timeout=spec.timeout or PROVISIONAL_TIMEOUT)
-    with open_runner(provisional, jobs=min(jobs, 2)) as oracle:
+    with nullcontext(runner) if runner is not None else calibration_runner(spec, jobs) as oracle:
         runs = _runs(oracle, spec, content, parallel=jobs >= 2)
     outcomes = [outcome for outcome, _ in runs]
     first = _agreed(spec, outcomes)

@@ -44,8 +44,6 @@ class TestRunner(Protocol):
     `timeout` is the limit every run has.
     """
 
-    __test__ = False  # not a pytest test class, despite the name
-
     timeout: float
 
     def run(self, content: bytes) -> Outcome: ...
@@ -61,6 +59,11 @@ class TestRunner(Protocol):
     def __enter__(self) -> TestRunner: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
+
+
+# Not a pytest test class, despite the name; set outside the class body, where it would be
+# one more member every runner must have to be a TestRunner.
+TestRunner.__test__ = False  # type: ignore[attr-defined]
 
 
 class Executor(Protocol):

@@ -22,7 +22,7 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.core.stats import Stats
-from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.store import ResultRequest, Store, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
@@ -37,10 +37,11 @@ from gitreduce.pair.state import PairState
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
     Echo,
+    Original,
+    calibrate_originals,
     calibrated_run,
     resolve_grammar,
     run_figures,
-    waiting_notice,
 )
 from gitreduce.sessions.verify import Settled, backed_off, settle
 
@@ -322,16 +323,14 @@ def calibrate_pair(
 ) -> tuple[TestSpec, Outcome]:
     """Both originals classified (or recalled); the spec timed on the variant. `echo`
     hears which original the run waits for when its test is slow."""
-    try:
-        with waiting_notice(echo, "the original seed", spec):
-            calibrate_cached(spec, settings.seed, seed_expected, settings.jobs, cache)
-    except UserError as error:
-        raise type(error)(f"seed: {error}", error.exit_code) from None
-    try:
-        with waiting_notice(echo, "the original variant", spec):
-            return calibrate_cached(spec, settings.variant, Verdict.BAD, settings.jobs, cache)
-    except UserError as error:
-        raise type(error)(f"variant: {error}", error.exit_code) from None
+    return calibrate_originals(
+        spec,
+        cache,
+        Original(settings.seed, seed_expected, "the original seed", "seed"),
+        Original(settings.variant, Verdict.BAD, "the original variant", "variant"),
+        settings.jobs,
+        echo,
+    )
 
 
 def _record_pair(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +22,10 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.errors import Interrupted, MisclassifiedOriginal, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.core.stats import Stats
-from gitreduce.git.store import Store, verdict_cache
+from gitreduce.git.store import Store, calibrate_cached, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
+from gitreduce.oracle.calibration import calibration_runner
 from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import repeated
 from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, stop_all
@@ -148,6 +150,145 @@ def waiting_notice(echo: Echo | None, what: str, spec: TestSpec) -> Iterator[Non
         yield
     finally:
         timer.cancel()
+
+
+@dataclass(frozen=True)
+class Original:
+    """One original of a pair to calibrate: its text, the verdict it must get, what it is
+    called in a notice (`waiting_notice`) and before its errors ("seed", "variant")."""
+
+    text: bytes
+    expect: Verdict
+    name: str
+    side: str
+
+
+def calibrate_originals(
+    spec: TestSpec,
+    cache: GitVerdictCache,
+    seed: Original,
+    variant: Original,
+    jobs: int,
+    echo: Echo | None,
+) -> tuple[TestSpec, Outcome]:
+    """Both originals of a pair classified (or recalled); the spec timed on the variant, and
+    the variant's outcome. An error names its original ("seed: ..."), the seed's first,
+    as when the seed was checked before the variant was run.
+
+    With two jobs or more the two calibrations run at once, their runs taking
+    turns at two processors (`_Turns`). One after the other, each original's
+    runs went two at a time and its last one alone (2, 2, 1): six rounds of runs
+    where the ten fit in five, the sixth a test on a large original while a
+    processor idled.
+    """
+    if jobs < 2:
+        for original in (seed, variant):
+            with waiting_notice(echo, original.name, spec):
+                calibrated = _classify(spec, cache, original, jobs, None)
+        return calibrated
+    turns = _Turns(2, echo, spec)
+    beside = ThreadPoolExecutor(1, thread_name_prefix="calibrate")
+    try:
+        with turns.runner(seed) as seed_runner, turns.runner(variant) as variant_runner:
+            seed_classified = beside.submit(_classify, spec, cache, seed, jobs, seed_runner)
+            try:
+                calibrated = _classify(spec, cache, variant, jobs, variant_runner)
+            except BaseException as variant_error:
+                seed_error = seed_classified.exception()  # it runs on: its error comes first
+                if isinstance(seed_error, UserError) and isinstance(variant_error, UserError):
+                    raise seed_error from None
+                raise
+            seed_classified.result()
+            return calibrated
+    finally:
+        beside.shutdown(wait=True)
+
+
+def _classify(
+    spec: TestSpec, cache: GitVerdictCache, original: Original, jobs: int, runner: TestRunner | None
+) -> tuple[TestSpec, Outcome]:
+    """`calibrate_cached` on one original of a pair, its errors named after it."""
+    try:
+        return calibrate_cached(spec, original.text, original.expect, jobs, cache, runner=runner)
+    except UserError as error:
+        raise type(error)(f"{original.side}: {error}", error.exit_code) from None
+
+
+class _Turns:
+    """Turns at `count` processors, shared by the calibration runners of a pair's originals.
+
+    Each original's runner keeps its own slots (two: its runs go two at a
+    time), but a run begins only with a turn, so the two calibrations together
+    run no more tests at once than there are processors. Which original the run
+    waits for is told once per original whose test, once begun, runs longer
+    than `WAIT_NOTICE_SECONDS` (`waiting_notice` times a whole calibration; here
+    the other original's runs may hold the turns meanwhile).
+    """
+
+    def __init__(self, count: int, echo: Echo | None, spec: TestSpec) -> None:
+        self._free = threading.Semaphore(count)
+        self._echo = echo
+        self._timeout = spec.timeout or PROVISIONAL_TIMEOUT
+        self._spec = spec
+        self._told: set[str] = set()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def runner(self, original: Original) -> Iterator[TestRunner]:
+        with calibration_runner(self._spec, 2) as runner:
+            yield _TakingTurns(runner, self, original.name)
+
+    def run(self, runner: TestRunner, name: str, content: bytes) -> tuple[Outcome, str]:
+        with self._free:
+            timer = None
+            if self._echo is not None and self._timeout > WAIT_NOTICE_SECONDS:
+                timer = threading.Timer(WAIT_NOTICE_SECONDS, self._tell, [name])
+                timer.daemon = True
+                timer.start()
+            try:
+                return runner.run_with_output(content)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+
+    def _tell(self, name: str) -> None:
+        with self._lock:
+            if name in self._told:
+                return
+            self._told.add(name)
+        assert self._echo is not None
+        self._echo(f"waiting for the test on {name} (timeout {self._timeout:g} s)")
+
+
+class _TakingTurns:
+    """A calibration runner whose every run waits for a turn (`_Turns.run`)."""
+
+    def __init__(self, runner: TestRunner, turns: _Turns, name: str) -> None:
+        self._runner = runner
+        self._turns = turns
+        self._name = name
+        self.timeout = runner.timeout
+
+    def run(self, content: bytes) -> Outcome:
+        return self.run_with_output(content)[0]
+
+    def run_with_output(self, content: bytes) -> tuple[Outcome, str]:
+        return self._turns.run(self._runner, self._name, content)
+
+    def set_jobs(self, jobs: int) -> None:
+        self._runner.set_jobs(jobs)
+
+    def stop(self) -> None:
+        self._runner.stop()
+
+    def close(self) -> None:
+        self._runner.close()
+
+    def __enter__(self) -> TestRunner:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 @dataclass

@@ -30,13 +30,13 @@ from typing import Literal
 from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.git.store import ResultRequest, Store, calibrate_cached, message, record
+from gitreduce.git.store import ResultRequest, Store, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions.fileset import SetTarget, member_syntaxes, set_repo_path
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.pair import PairSummary, seed_verdict
-from gitreduce.sessions.run import Calibrate, Echo, calibrated_run, waiting_notice
+from gitreduce.sessions.run import Calibrate, Echo, Original, calibrate_originals, calibrated_run
 from gitreduce.sessions.set_files import FileSet, read_set, write_set
 from gitreduce.sessions.setpair_search import (
     Files,
@@ -199,16 +199,14 @@ def set_pair_calibrator(
     seed_expected = seed_verdict(settings.polarity)
 
     def calibrate(spec: TestSpec, cache: GitVerdictCache) -> tuple[TestSpec, Outcome]:
-        try:
-            with waiting_notice(echo, "the original seed set", spec):
-                calibrate_cached(spec, originals[0], seed_expected, settings.jobs, cache)
-        except UserError as error:
-            raise type(error)(f"seed: {error}", error.exit_code) from None
-        try:
-            with waiting_notice(echo, "the original variant set", spec):
-                return calibrate_cached(spec, originals[1], Verdict.BAD, settings.jobs, cache)
-        except UserError as error:
-            raise type(error)(f"variant: {error}", error.exit_code) from None
+        return calibrate_originals(
+            spec,
+            cache,
+            Original(originals[0], seed_expected, "the original seed set", "seed"),
+            Original(originals[1], Verdict.BAD, "the original variant set", "variant"),
+            settings.jobs,
+            echo,
+        )
 
     return calibrate
 

@@ -1,0 +1,112 @@
+"""A pair's originals calibrated side by side, with real test processes and a real cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pygit2
+import pytest
+from support import quiet_cache
+
+from gitreduce.core.errors import UserError
+from gitreduce.core.outcome import Verdict
+from gitreduce.oracle.spec import TestSpec
+from gitreduce.sessions.run import Original, calibrate_originals
+
+SEED, VARIANT = b"int seed;\n", b"int variant;\n"
+
+
+def logging_test(tmp_path: Path, seconds: float, seed_exit: int = 0, variant_exit: int = 1) -> str:
+    """A test that logs each run's start and end, by original, and takes `seconds`."""
+    log = tmp_path / "runs.log"
+    test = tmp_path / "test.sh"
+    test.write_text(
+        "#!/bin/sh\n"
+        f'grep -q seed "$1" && side=seed code={seed_exit} || side=variant code={variant_exit}\n'
+        f'echo "start $side $(date +%s.%N)" >> {log}\n'
+        f"sleep {seconds}\n"
+        f'echo "end $side $(date +%s.%N)" >> {log}\n'
+        'exit "$code"\n'
+    )
+    test.chmod(0o755)
+    return f"{test} {{}}"
+
+
+def intervals(tmp_path: Path) -> dict[str, list[tuple[float, float]]]:
+    """Each original's runs as (start, end), in the order they started."""
+    starts: dict[str, list[float]] = {"seed": [], "variant": []}
+    ends: dict[str, list[float]] = {"seed": [], "variant": []}
+    for line in (tmp_path / "runs.log").read_text().splitlines():
+        event, side, moment = line.split()
+        (starts if event == "start" else ends)[side].append(float(moment))
+    return {side: list(zip(starts[side], sorted(ends[side]), strict=True)) for side in starts}
+
+
+def most_at_once(runs: dict[str, list[tuple[float, float]]]) -> int:
+    events = sorted(
+        (moment, step)
+        for spans in runs.values()
+        for start, end in spans
+        for moment, step in ((start, 1), (end, -1))
+    )
+    running = most = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def originals() -> tuple[Original, Original]:
+    return (
+        Original(SEED, Verdict.GOOD, "the original seed", "seed"),
+        Original(VARIANT, Verdict.BAD, "the original variant", "variant"),
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path):
+    repo = pygit2.init_repository(str(tmp_path / "store"), bare=True)
+    cache = quiet_cache(repo)
+    yield cache
+    cache.close()
+
+
+def test_two_jobs_run_the_seeds_tests_beside_the_variants(tmp_path, cache):
+    """Five runs each, sharing two slots: a seed's run goes beside a variant's where one
+    original after the other left each one's fifth run alone."""
+    command = logging_test(tmp_path, 0.2)
+    spec = TestSpec(command, "v.c")
+    calibrated, outcome = calibrate_originals(spec, cache, *originals(), jobs=2, echo=None)
+    runs = intervals(tmp_path)
+    assert [len(runs["seed"]), len(runs["variant"])] == [5, 5]
+    assert most_at_once(runs) == 2
+    assert any(
+        seed_start < variant_end and variant_start < seed_end
+        for seed_start, seed_end in runs["seed"]
+        for variant_start, variant_end in runs["variant"]
+    )
+    assert outcome.verdict is Verdict.BAD and outcome.exit_code == 1  # the variant's
+    assert calibrated.timeout is not None and calibrated.timeout >= 2.0
+
+
+def test_one_job_runs_the_seed_first_one_run_at_a_time(tmp_path, cache):
+    calibrate_originals(
+        TestSpec(logging_test(tmp_path, 0.05), "v.c"), cache, *originals(), jobs=1, echo=None
+    )
+    runs = intervals(tmp_path)
+    assert most_at_once(runs) == 1
+    assert runs["seed"][-1][1] <= runs["variant"][0][0]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_seeds_error_comes_first(tmp_path, cache, jobs):
+    """Both originals misclassified: the seed's error, at any number of jobs; the variant's
+    only when the seed is right."""
+    both_wrong = TestSpec(logging_test(tmp_path, 0.0, seed_exit=1, variant_exit=0), "v.c")
+    with pytest.raises(UserError, match=r"^seed: the original input is not good"):
+        calibrate_originals(both_wrong, cache, *originals(), jobs=jobs, echo=None)
+    os.remove(tmp_path / "runs.log")
+    variant_wrong = TestSpec(logging_test(tmp_path, 0.0, seed_exit=0, variant_exit=0), "v.c")
+    with pytest.raises(UserError, match=r"^variant: the original input is not bad"):
+        calibrate_originals(variant_wrong, cache, *originals(), jobs=jobs, echo=None)
