@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from rich import box
 from rich.console import Console
@@ -167,7 +167,7 @@ class PairProgressPrinter(_StatusLine):
         # would load the set-pair machinery into every pair's run.
         sizes = getattr(current, "sizes", None)  # a SetPairStatus: summed over each set
         if sizes is None:
-            state = current.state
+            state = cast("PairCurrent", current).state
             sizes = (state.seed_tokens(), state.variant_tokens(), state.diff_tokens())
         if self._original is None:
             self._original = sizes

@@ -394,21 +394,23 @@ def compact_batches(
     old_candidates = child_tree(root, CANDIDATES)
     verdict_builder = repo.TreeBuilder(verdicts) if verdicts else repo.TreeBuilder()
     candidate_builder = repo.TreeBuilder(old_candidates) if old_candidates else repo.TreeBuilder()
-    for shard, new in records.items():
-        lines = parse_records(records_of(verdicts[shard])) if verdicts and shard in verdicts else {}
+    for prefix, new in records.items():
+        lines = (
+            parse_records(records_of(verdicts[prefix])) if verdicts and prefix in verdicts else {}
+        )
         for key, record in new.items():
             keep_better(lines, key, record, weigh)
         data = records_blob(lines)
         blob = note(repo.create_blob(data), len(data), unique=False)
-        verdict_builder.insert(shard, blob, FileMode.BLOB)
-    for shard, entries in candidates.items():
-        old = child_tree(old_candidates, shard)
+        verdict_builder.insert(prefix, blob, FileMode.BLOB)
+    for prefix, kept in candidates.items():
+        old = child_tree(old_candidates, prefix)
         builder = repo.TreeBuilder(old) if old else repo.TreeBuilder()
-        for name, (oid, mode) in entries.items():
+        for name, (oid, mode) in kept.items():
             if old is None or name not in old:
                 builder.insert(name, oid, mode)
         subtree = note(builder.write(), 42 * len(builder), unique=False)
-        candidate_builder.insert(shard, subtree, FileMode.TREE)
+        candidate_builder.insert(prefix, subtree, FileMode.TREE)
     for name, builder in ((VERDICTS, verdict_builder), (CANDIDATES, candidate_builder)):
         if len(builder):
             tree = note(builder.write(), 30 * len(builder), unique=False)

@@ -286,6 +286,7 @@ class CacheLog:
                 if tip is not None and tip.id != self._tip_id:
                     self._absorb(tip)
                     self._tip_id = tip.id
+                built: tuple[pygit2.Oid, str | None] | None
                 if seal:
                     built = self._build_seal(tip, records, candidates)
                 else:
@@ -310,7 +311,7 @@ class CacheLog:
                 self._settle(installed=False)  # a failed attempt's; an installed one is settled
             if installed:
                 if seal:
-                    self._sealed(repo[commit_id], squashed=True)
+                    self._sealed(repo[commit_id].peel(pygit2.Commit), squashed=True)
                 elif batch is not None:
                     self._provisional.append(batch)
                 return True
@@ -433,7 +434,10 @@ class CacheLog:
             entries: Entries = {}
             for name in ours:
                 assert batches is not None  # ours are in it
-                for entry in batches[name]:
+                batch_tree = batches[name]
+                if not isinstance(batch_tree, pygit2.Tree):
+                    continue  # our batches are trees: a blob under the name came from elsewhere
+                for entry in batch_tree:
                     if entry.name == VERDICTS:
                         for key, record in parse_records(records_of(entry)).items():
                             if self.codec.rank(key, record) != UNREADABLE:  # not revoked

@@ -106,7 +106,8 @@ def record_result(
         raise UserError(f"{path!r} is not a path inside the repository")
     head = repo.references.get("HEAD")
     symbolic = head is not None and head.type == pygit2.enums.ReferenceType.SYMBOLIC
-    if symbolic and head.target == ref_name:  # unborn too: creating it would commit for the user
+    # unborn too: creating it would commit for the user
+    if symbolic and head is not None and head.target == ref_name:
         raise UserError(f"branch {branch} is checked out; will not write to it")
     existing = repo.references.get(ref_name)
     if existing is not None and not force:
@@ -189,7 +190,7 @@ def format_patch(repo: pygit2.Repository, commit: pygit2.Commit | pygit2.Oid | s
         pygit2.enums.DiffStatsFormat.FULL | pygit2.enums.DiffStatsFormat.INCLUDE_SUMMARY, 72
     )
     text = "\n".join(head).encode() + b"---\n" + stats.encode() + b"\n"
-    text += b"".join(patch.data for patch in diff)
+    text += b"".join(patch.data for patch in diff if patch is not None)
     text += b"-- \ngit reduce\n\n"
     return text
 

@@ -106,8 +106,10 @@ LOCAL = ExecutorChoice("local")
 def parse_executor(text: str) -> ExecutorChoice:
     """`local`, `dask-local` or `dask://HOST:PORT`; anything else is a `UserError`."""
     value = text.strip()
-    if value in ("local", "dask-local"):
-        return ExecutorChoice(value)
+    if value == "local":
+        return ExecutorChoice("local")
+    if value == "dask-local":
+        return ExecutorChoice("dask-local")
     scheme, _, rest = value.partition("://")
     match = _HOST_PORT.fullmatch(rest)
     if scheme == "dask" and match is not None and 1 <= int(match["port"]) <= 65535:

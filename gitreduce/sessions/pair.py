@@ -242,7 +242,7 @@ def _without_comments(
     """
     if syntax is None:
         return seed, variant
-    stripped = tuple(strip_comments(text, syntax) for text in (seed, variant))
+    stripped = strip_comments(seed, syntax), strip_comments(variant, syntax)
     if stripped == (seed, variant):
         return seed, variant
     if variant_ok(engine.test(stripped[1], label="comments")) and seed_ok(

@@ -123,7 +123,7 @@ def reduce_file(
     if syntax is not None and syntax.baseline_errors:
         warnings.append(
             f"{settings.path.name} has {syntax.baseline_errors} syntax error(s) under the "
-            f"{grammar.name} grammar; candidates may not add more"
+            f"{syntax.grammar.name} grammar; candidates may not add more"
         )
     spec = TestSpec(
         command=settings.test,
