@@ -96,15 +96,25 @@ def write_blobs(objects: Path, contents: Sequence[bytes]) -> WrittenPack | None:
     directory.mkdir(exist_ok=True)
     stem = directory / f"pack-{pack_sum.hex()}"
     pack_path, index_path = stem.with_suffix(".pack"), stem.with_suffix(".idx")
+    blobs = [(binary.hex(), size) for binary, (_, _, size) in entries.items()]
+    if index_path.exists():  # named by its checksum: the same blobs, in the same order
+        return WrittenPack(pack_path, blobs)
     index_temporary = _temporary(directory, [index])
     try:
         pack_temporary = _temporary(directory, [*body, pack_sum])
-        os.replace(pack_temporary, pack_path)
-        os.replace(index_temporary, index_path)
+        try:
+            os.replace(pack_temporary, pack_path)
+        except BaseException:
+            Path(pack_temporary).unlink(missing_ok=True)
+            raise
+        try:
+            os.replace(index_temporary, index_path)
+        except BaseException:
+            pack_path.unlink(missing_ok=True)  # no reader finds a pack without its index
+            raise
     except BaseException:
         Path(index_temporary).unlink(missing_ok=True)
         raise
-    blobs = [(binary.hex(), size) for binary, (_, _, size) in entries.items()]
     return WrittenPack(pack_path, blobs)
 
 

@@ -74,3 +74,15 @@ def test_the_header_is_gits(repo_path):
         key = git_bytes(repo_path, "hash-object", "-w", "--stdin", given=content).strip()
         made = git_bytes(repo_path, "pack-objects", "--stdout", given=key + b"\n")
         assert made[12:].startswith(packs.blob_header(len(content)))
+
+
+def test_the_same_blobs_again_leave_the_pack_written_before(repo_path):
+    """A pack is named by its checksum: written again, the one in place is kept as it is."""
+    objects = repo_path / ".git" / "objects"
+    first = packs.write_blobs(objects, CONTENTS)
+    assert first is not None
+    written_at = first.path.stat().st_mtime_ns
+    again = packs.write_blobs(objects, CONTENTS)
+    assert again == first and first.path.stat().st_mtime_ns == written_at
+    assert len(list((objects / "pack").glob(f"{first.path.stem}.*"))) == 2
+    assert not list((objects / "pack").glob("tmp_pack_*"))
