@@ -190,7 +190,7 @@ class CacheLog:
 
     @property
     def unpacked_bytes(self) -> int:
-        """Bytes of the loose objects written since the last pack."""
+        """Bytes of the objects written since the last pack, loose or in small packs."""
         return self._written_bytes
 
     @property
@@ -607,8 +607,9 @@ class CacheLog:
     # -- packing ----------------------------------------------------------------------
 
     def pack(self) -> int:
-        """Pack the loose objects this instance wrote or adopted, delta-compressed; drop
-        their loose copies. Not its current checkpoints: the next seal deletes those.
+        """Pack the objects this instance wrote (loose, or in small packs of candidates) or
+        adopted, delta-compressed; drop their loose copies and the small packs. Not its
+        current checkpoints: the next seal deletes those.
 
         Only our own objects: the user's loose objects are `git gc`'s business.
         libgit2's `PackBuilder`, in process: measured on 2,000 near-identical
@@ -625,7 +626,7 @@ class CacheLog:
                 small, self._small_packs = self._small_packs, []
             repo = pygit2.Repository(self.path)
             objects = objects_dir(repo)
-            in_small = {key: None for written in small for key, _ in written.blobs}
+            in_small = {key: None for small_pack in small for key, _ in small_pack.blobs}
             loose = [
                 key
                 for key in dict.fromkeys(written)
@@ -641,7 +642,7 @@ class CacheLog:
                 builder.add(pygit2.Oid(hex=key))
             builder.write()  # into objects/pack/, renamed into place once complete
             drop_loose(objects, loose)
-            for written_pack in small:
-                packs.delete(written_pack.path)
+            for small_pack in small:
+                packs.delete(small_pack.path)
             self.packs += 1
             return len(loose) + len(in_small)
