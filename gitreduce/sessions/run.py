@@ -228,7 +228,6 @@ class _Turns:
     def __init__(self, count: int, echo: Echo | None, spec: TestSpec) -> None:
         self._free = threading.Semaphore(count)
         self._echo = echo
-        self._timeout = spec.timeout or PROVISIONAL_TIMEOUT
         self._spec = spec
         self._told: set[str] = set()
         self._lock = threading.Lock()
@@ -239,25 +238,17 @@ class _Turns:
             yield _TakingTurns(runner, self, original.name)
 
     def run(self, runner: TestRunner, name: str, content: bytes) -> tuple[Outcome, str]:
-        with self._free:
-            timer = None
-            if self._echo is not None and self._timeout > WAIT_NOTICE_SECONDS:
-                timer = threading.Timer(WAIT_NOTICE_SECONDS, self._tell, [name])
-                timer.daemon = True
-                timer.start()
-            try:
-                return runner.run_with_output(content)
-            finally:
-                if timer is not None:
-                    timer.cancel()
+        echo = self._tell_once if self._echo is not None else None
+        with self._free, waiting_notice(echo, name, self._spec):
+            return runner.run_with_output(content)
 
-    def _tell(self, name: str) -> None:
+    def _tell_once(self, line: str) -> None:
         with self._lock:
-            if name in self._told:
+            if line in self._told:
                 return
-            self._told.add(name)
+            self._told.add(line)
         assert self._echo is not None
-        self._echo(f"waiting for the test on {name} (timeout {self._timeout:g} s)")
+        self._echo(line)
 
 
 class _TakingTurns:
