@@ -253,16 +253,24 @@ class Engine(VerdictMemo):
                 if not job.ticket.abandoned:
                     self._jobs.start_locked(job)
 
-    def _warm_up(self, lookahead: Iterator[C], judge: Judge[C], label: str) -> None:
+    def _warm_up(
+        self, lookahead: Iterator[C], judge: Judge[C], label: str, job_freed: Future[None]
+    ) -> None:
         """Judge what `lookahead` yields while jobs are idle, for the cache only.
 
-        Candidates the cheap checks decide cost no job, so at most a few jobs'
-        worth of them is read per call: the main thread renders and parses
-        them while the last tests run, and must not wander far ahead.
+        Candidates the cheap checks decide cost no job: the main thread renders
+        and parses them while the last tests run. It reads a few jobs' worth,
+        and past those goes on only while a job still idles and no running one
+        has ended (up to the batch's read-ahead): a stretch of syntax
+        rejections or cached texts would otherwise leave the job idle until the
+        running test ends, while the main thread, the one that could start it,
+        waits for that test too.
         """
         self._speculation.forget_ended()
-        for _ in range(_WARM_UP_READS * self.jobs):
+        for reads in range(_READ_AHEAD):
             if self._jobs.busy() >= self.jobs:
+                return
+            if reads >= _WARM_UP_READS * self.jobs and job_freed.done():
                 return
             candidate = next(lookahead, None)
             if candidate is None:
@@ -306,6 +314,28 @@ class Engine(VerdictMemo):
             return judge.quick(candidate)
         finally:
             self._context.reading_ahead = False
+
+    def _backed(
+        self,
+        after: AfterSuccess[C] | None,
+        bet: Bet | None,
+        oldest: int,
+        running: dict[int, Job],
+        earliest_success: int | None,
+    ) -> int | None:
+        """Which candidate a free job bets on, if any: the oldest one, still running, once
+        it more likely wins than loses; else a later one already known to win, which
+        wins unless an earlier one still running does (most lose), while anything is
+        left to read after it."""
+        if after is None:
+            return None
+        if self._speculation.worth_making(bet, oldest, running.get(oldest)):
+            return oldest
+        if earliest_success is None or earliest_success == oldest:
+            return None
+        if bet is not None and bet.index == earliest_success and bet.exhausted:
+            return None
+        return earliest_success
 
     def _bet_on_success(self, bet: Bet, judge: Judge[C], label: str) -> Job | None:
         """Start a judgement of the next candidate `bet` says its caller tries after the
@@ -446,12 +476,10 @@ class Engine(VerdictMemo):
             job_freed = self._jobs.watch_for_free()
             started: list[Job] = []
             while self._jobs.busy() < self.jobs:
-                oldest = running.get(next_to_resolve)
-                if after is not None and self._speculation.worth_making(
-                    bet, next_to_resolve, oldest
-                ):
-                    if bet is None or bet.index != next_to_resolve:
-                        bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
+                backed = self._backed(after, bet, next_to_resolve, running, earliest_success)
+                if backed is not None and after is not None:
+                    if bet is None or bet.index != backed:
+                        bet = Bet(backed, iter(after(backed)))
                     placed = self._bet_on_success(bet, judge, label)
                     if placed is not None:
                         started.append(placed)
@@ -522,7 +550,7 @@ class Engine(VerdictMemo):
             if exhausted and not ready and lookahead is not None and self.jobs > 1 and running:
                 if ahead is None:
                     ahead = iter(lookahead())
-                self._warm_up(ahead, judge, label)
+                self._warm_up(ahead, judge, label, job_freed)
                 self._close_batch()  # the offers, for jobs no warm-up took
             if not running:
                 if not ready and (exhausted or earliest_success is not None):

@@ -123,8 +123,24 @@ def sweep(current: Current, original: Catalog) -> bool:
     The original's phrases (a `0`, an `int`) are often gone from the current
     text by the time a node that could take them comes up.
     """
+    return _sweep_reducer(current, original).sweep()
+
+
+def _sweep_reducer(current: Current, original: Catalog) -> TreeReducer:
+    """The reducer of a sweep over `current` as it is now; the one after it, should it
+    shrink the text, is made the same way (what its last batches look ahead to)."""
     assert current.parsed is not None
-    return TreeReducer(current, original.extended(current.parsed), current.then).sweep()
+    return TreeReducer(
+        current,
+        original.extended(current.parsed),
+        current.then,
+        next_sweep=lambda: _sweep_reducer(current, original),
+    )
+
+
+def _first_sweep(program: Program) -> TreeReducer:
+    assert program.original is not None
+    return _sweep_reducer(program.current, program.original)
 
 
 def _sweeps(program: Program) -> bool:
@@ -149,6 +165,7 @@ ROUND: tuple[Pass[Program], ...] = (
         _sweeps,
         "Perses-style sweeps: delete, hoist or replace by a stock phrase, biggest node first",
         applies=_parsed,
+        first_batch=lambda program: _first_sweep(program).first_batch(),
     ),
     Pass(
         "names",
@@ -313,18 +330,23 @@ FINAL: tuple[Pass[Program], ...] = (
 """Passes run once, after the rounds reached their fixpoint."""
 
 
-def _in_order(program: Program, passes: Iterable[Pass[Program]]) -> bool:
+def _in_order(
+    program: Program,
+    passes: Iterable[Pass[Program]],
+    then: Callable[[], Iterable[bytes]] | None = None,
+) -> bool:
     """Run `passes` one after another; whether any shrank the program.
 
     While a pass runs, the first batch of the one after it (if it declares it and
     will run) is the pass's `Current.then`: its last batch's lookahead, tested by
-    the jobs its last candidates leave idle.
+    the jobs its last candidates leave idle. The last pass's is `then`: what the
+    caller runs next.
     """
     current = program.current
     progress = False
     order = list(passes)
     for declared, following in zip(order, [*order[1:], None], strict=True):
-        current.then = _first_batch_of(following, program)
+        current.then = then if following is None else _first_batch_of(following, program)
         try:
             progress = run_pass(declared, program, current) or progress
         finally:
@@ -349,10 +371,20 @@ def _first_batch_of(
 
 
 def _rounds(program: Program, order: tuple[Pass[Program], ...]) -> None:
+    """Rounds of `order` until one leaves the text as long as it was; while a round's
+    last pass runs, the next round's first batch is its lookahead if the round shrank
+    the text (what runs next then)."""
     current = program.current
+    next_round = _first_batch_of(order[0], program)
     while True:
         before = len(current.text)
-        _in_order(program, order)
+
+        def again(before: int = before) -> Iterable[bytes]:
+            if next_round is None or len(current.text) >= before:
+                return ()
+            return next_round()
+
+        _in_order(program, order, again)
         if len(current.text) >= before:
             return
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import tree_sitter
@@ -355,11 +355,17 @@ class TreeReducer:
     """One sweep of the heap over the current tree; call `sweep` until it reports no progress.
 
     `then`: what the caller tries once a sweep ends without progress (the schedule's next
-    pass), the lookahead of the sweep's last batches.
+    pass), the lookahead of the sweep's last batches. `next_sweep`: the reducer of the
+    sweep the caller runs after one that shrank the text; where the sweep's last batches
+    look ahead then (its `opening`), instead of leaving a job idle until the sweep ends.
     """
 
     def __init__(
-        self, current: Current, catalog: Catalog, then: Lookahead[bytes] | None = None
+        self,
+        current: Current,
+        catalog: Catalog,
+        then: Lookahead[bytes] | None = None,
+        next_sweep: Callable[[], TreeReducer] | None = None,
     ) -> None:
         if current.syntax is None:
             raise ValueError("tree reduction needs a grammar")
@@ -367,6 +373,7 @@ class TreeReducer:
         self.grammar = current.syntax.grammar
         self.catalog = catalog
         self._then = then
+        self._next_sweep = next_sweep
         self._start_length = len(current.text)
         self._log: list[_Change] = []
         self._heap: list[_Pending] = []
@@ -550,6 +557,39 @@ class TreeReducer:
         heap = list(self._heap)
         for child in node.named_children:
             _push(heap, parsed, child, len(log))
+        yield from self._handed_out(heap, parsed, log)
+        if len(self.current.text) < self._start_length:
+            if self._next_sweep is not None:
+                yield from self._next_sweep().opening()
+        elif self._then is not None:
+            yield from self._then()  # the sweep ends as it began: so does the caller's loop
+
+    def opening(self) -> Iterator[bytes]:
+        """What a sweep over the whole tree reads while nothing is taken, in its order, and
+        then what its caller tries next (`then`), since such a sweep ends as it began."""
+        parsed = self.current.parsed
+        assert parsed is not None
+        heap: list[_Pending] = []
+        _push(heap, parsed, parsed.tree.root_node, 0)
+        yield from self._handed_out(heap, parsed, [])
+        if self._then is not None:
+            yield from self._then()
+
+    def first_batch(self) -> Iterator[bytes]:
+        """The candidates a sweep over the whole tree sends as its first batch: the root's
+        offers of the first phase that has any (`_reduce`'s first stream)."""
+        parsed = self.current.parsed
+        assert parsed is not None
+        heap: list[_Pending] = []
+        _push(heap, parsed, parsed.tree.root_node, 0)
+        if heap:
+            yield from self._offers(parsed.tree.root_node, 0, first_stream=True)
+
+    def _handed_out(
+        self, heap: list[_Pending], parsed: Parsed, log: list[_Change]
+    ) -> Iterator[bytes]:
+        """The offers of the nodes `heap` hands out, in the sweep's order, while nothing
+        is taken (each node's children queued after it, as `sweep` does)."""
         while heap:
             entry = heapq.heappop(heap)
             following = _locate(parsed.tree.root_node, *_where(entry, log), entry.kind)
@@ -558,11 +598,12 @@ class TreeReducer:
             yield from self._offers(following, 0)
             for child in following.named_children:
                 _push(heap, parsed, child, len(log))
-        if self._then is not None and len(self.current.text) >= self._start_length:
-            yield from self._then()  # the sweep ends as it began: so does the caller's loop
 
-    def _offers(self, node: tree_sitter.Node, phase: int) -> Iterator[bytes]:
-        """What `_reduce` offers for `node` from `phase` on while nothing is taken."""
+    def _offers(
+        self, node: tree_sitter.Node, phase: int, *, first_stream: bool = False
+    ) -> Iterator[bytes]:
+        """What `_reduce` offers for `node` from `phase` on while nothing is taken; with
+        `first_stream`, only what it sends in one stream first."""
         text = self.current.text
         first = self._replacements(node) if phase == 0 else []
         for later, make_units in enumerate(UNIT_KINDS[phase:], start=phase):
@@ -574,3 +615,5 @@ class TreeReducer:
             first = []
             for kept in opening(len(units), try_empty=later == 0):
                 yield render_deletions(text, deletion_spans(units, kept))
+            if first_stream:
+                return

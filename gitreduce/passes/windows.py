@@ -54,12 +54,24 @@ def first_windows(current: Current) -> Iterator[bytes]:
 
 
 def delete_windows(current: Current) -> bool:
-    """Every run of 3, then 2, adjacent tokens, resuming after each success where it was."""
+    """Every run of 3, then 2, adjacent tokens, resuming after each success where it was.
+
+    A batch that takes nothing ends its size: what is read next is the next size's
+    windows from the start, and after the last size the schedule's next pass
+    (`Current.then`), the lookahead of each batch.
+    """
     progress = False
-    for size in WINDOW_SIZES:
+    for index, size in enumerate(WINDOW_SIZES):
         position = 0
+
+        def ahead(smaller: tuple[int, ...] = WINDOW_SIZES[index + 1 :]) -> Iterator[bytes]:
+            for later in smaller:
+                yield from _window_candidates(current, later, 0)
+            if current.then is not None:
+                yield from current.then()
+
         while True:
-            found = current.try_candidates(_window_candidates(current, size, position))
+            found = current.try_candidates(_window_candidates(current, size, position), ahead)
             if found is None:
                 break
             progress = True

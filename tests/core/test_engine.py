@@ -584,6 +584,17 @@ def test_a_lookahead_fills_the_job_a_batchs_last_test_leaves_idle(make_engine):
     assert engine.stats.cache_hits == 1
 
 
+def test_a_warm_up_reads_past_a_stretch_the_cheap_checks_decide(make_engine):
+    """The lookahead opens with twenty candidates no smaller than the best (decided without
+    a job): the warm-up reads on past them while a job idles and starts the first it must
+    test, beside the batch's last test (before: eight reads, then the job idled until
+    that test ended)."""
+    not_smaller = [b"%03d" % number * 50 for number in range(20)]
+    engine = after_a_warm_up(make_engine, [*not_smaller, b"next"])
+    wait_idle(engine)
+    assert engine.stats.tests_run == 2
+
+
 def test_a_winner_abandons_the_warm_ups_of_the_text_it_replaced(make_engine):
     warm_up_started = threading.Event()
     finished: list[bytes] = []
@@ -877,6 +888,31 @@ def test_the_bets_on_a_candidate_that_lost_are_abandoned(make_engine):
     wait_idle(engine)
     assert time.monotonic() - started < 10
     assert engine.cache.get(blob_id(b"bet")) is None
+
+
+def test_a_free_job_bets_on_a_later_candidate_known_to_win(make_engine):
+    """The second candidate has won while the first still runs: a free job tests what
+    follows the second's win, which is the answer unless the first wins too. The first's
+    test holds until that bet has started (before: the job idled until it ended)."""
+    bet_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        if text == b"slow":
+            assert bet_started.wait(10), "no bet on the candidate known to win"
+        elif text == b"next":
+            bet_started.set()
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    found = engine.first_success(
+        [b"slow", b"won!"], smaller_than=100, label="t", after=lambda index: [b"next"]
+    )
+    assert found == (1, b"won!")
+    assert engine.stats.success_bets == 1
+    wait_idle(engine)
+    tests = engine.stats.tests_run
+    assert engine.first_success([b"next"], smaller_than=100, label="t") is None
+    assert engine.stats.tests_run == tests
 
 
 def test_bets_never_change_the_answer(make_engine):

@@ -671,6 +671,29 @@ def test_every_lookahead_is_what_is_read_next_when_its_batch_takes_nothing(
     assert len([label for label, count in compared.items() if count]) >= 3, compared
 
 
+@pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
+def test_a_round_that_shrank_looks_ahead_to_the_next_rounds_first_batch(language):
+    """The last batch of a round that shrank the text (the windows pass's, taking nothing)
+    looks ahead to the next round's first batch, the tree's first sweep: at two jobs its
+    idle job starts on that round instead of waiting for the round to end. What it
+    looks ahead to is the start of that batch, byte for byte."""
+
+    def predicate(text: bytes) -> bool:
+        return parses_cleanly(language, text) and b"h(" in text and b"g(" in text
+
+    batches = logged_reduction(language, LOOKAHEAD_PROGRAMS[language], predicate).batches
+    crossings = [
+        (batches[position], batches[position + 1])
+        for position in range(len(batches) - 1)
+        if batches[position][0] == "windows" and batches[position + 1][0] == "tree"
+    ]
+    assert crossings
+    for (_, _, ahead, won), (_, read, _, _) in crossings:
+        assert not won and ahead
+        length = min(len(ahead), len(read))
+        assert ahead[:length] == read[:length]
+
+
 def sent_first(declared: Pass[Program], language: str, program: bytes) -> tuple[list, list]:
     """What `declared` declares as its first batch on `program`, and the candidates of the
     first batch it sends the engine, under a test nothing passes; None if it does not
@@ -721,4 +744,4 @@ def test_a_declared_first_batch_is_what_its_pass_tries_first(language, program):
         if sent is not None:
             assert sent[0] == sent[1], declared.name
             checked.append(declared.name)
-    assert {"names", "parameters", "tokens", "windows", "tidy"} <= set(checked)
+    assert {"tree", "names", "parameters", "tokens", "windows", "tidy"} <= set(checked)

@@ -363,3 +363,48 @@ def test_a_sweep_ending_as_it_began_warms_up_what_its_caller_tries_next(bad, sen
         engine.close()
     assert progress is not sentinel_tested
     assert (SENTINEL in tests) is sentinel_tested
+
+
+def _two_sweeps(warm: bool) -> tuple[int, bytes]:
+    """Two sweeps over `PROGRAM` at one job, the first taking something; with `warm` its
+    last batch looks ahead to the second. How many tests the second ran, and the text."""
+    tests: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        tests.append(text)
+        time.sleep(0.02)
+        bad = b"int f(int a" in text
+        return Outcome(Verdict.BAD, 1, 0.0) if bad else Outcome(Verdict.GOOD, 0, 0.0)
+
+    grammar = grammars.load("c")
+    assert grammar is not None
+    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    current = Current(PROGRAM, engine, Syntax(grammar, PROGRAM))
+
+    def reducer() -> TreeReducer:
+        assert current.parsed is not None
+        catalog = Catalog(grammar).extended(current.parsed)
+        return TreeReducer(current, catalog, next_sweep=reducer if warm else None)
+
+    try:
+        assert reducer().sweep()
+        deadline = time.monotonic() + 10
+        while engine._jobs.busy() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        tested_by_the_first = len(tests)
+        reducer().sweep()
+    finally:
+        engine.close()
+    return len(tests) - tested_by_the_first, current.text
+
+
+def test_a_sweep_that_shrank_the_text_warms_up_the_next_sweep():
+    """At one job, the last batch of a sweep that took something looks ahead to the sweep
+    its caller runs next (`next_sweep`): the job its last refusal frees tests that sweep's
+    first candidates before the sweep returns, so the next sweep runs fewer tests of its
+    own, and ends on the same text."""
+    warmed, warmed_text = _two_sweeps(warm=True)
+    cold, cold_text = _two_sweeps(warm=False)
+    assert warmed < cold
+    assert warmed_text == cold_text
