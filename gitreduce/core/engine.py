@@ -325,13 +325,17 @@ class Engine(VerdictMemo):
     ) -> int | None:
         """Which candidate a free job bets on, if any: the oldest one, still running, once
         it more likely wins than loses; else a later one already known to win, which
-        wins unless an earlier one still running does (most lose), while anything is
-        left to read after it."""
+        wins unless the oldest, whose test is running, does (most lose), while
+        anything is left to read after it. Not while the oldest is decided without
+        a test: a rerun from a full cache would test what the bet reads."""
         if after is None:
             return None
-        if self._speculation.worth_making(bet, oldest, running.get(oldest)):
+        judging = running.get(oldest)
+        if self._speculation.worth_making(bet, oldest, judging):
             return oldest
         if earliest_success is None or earliest_success == oldest:
+            return None
+        if judging is None or not judging.ticket.tested or judging.future.done():
             return None
         if bet is not None and bet.index == earliest_success and bet.exhausted:
             return None

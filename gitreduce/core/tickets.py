@@ -38,6 +38,7 @@ class Ticket:
         self._stops: list[Callable[[], None]] = []
         self._under_way = threading.Event()
         self._ended = threading.Event()
+        self._tested = False
 
     @property
     def abandoned(self) -> bool:
@@ -54,6 +55,16 @@ class Ticket:
     def under_way(self) -> None:
         """The judgement's test is running (or the judgement needs none any more)."""
         self._under_way.set()
+
+    def testing(self) -> None:
+        """A test runs for the judgement (its own, or an identical one it waits on)."""
+        self._tested = True
+        self._under_way.set()
+
+    @property
+    def tested(self) -> bool:
+        """Whether a test ran for the judgement: it was not decided by the cache alone."""
+        return self._tested
 
     def end(self) -> None:
         """The judgement returned or gave up: its verdict, if any, is in the cache. Set by
@@ -105,7 +116,7 @@ def test_under_way() -> None:
     oracle, a cluster) calls this once the test is started and the thread is about to wait."""
     ticket = current()
     if ticket is not None:
-        ticket.under_way()
+        ticket.testing()
 
 
 def check() -> None:

@@ -897,6 +897,7 @@ def test_a_free_job_bets_on_a_later_candidate_known_to_win(make_engine):
     bet_started = threading.Event()
 
     def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
         if text == b"slow":
             assert bet_started.wait(10), "no bet on the candidate known to win"
         elif text == b"next":
@@ -913,6 +914,24 @@ def test_a_free_job_bets_on_a_later_candidate_known_to_win(make_engine):
     tests = engine.stats.tests_run
     assert engine.first_success([b"next"], smaller_than=100, label="t") is None
     assert engine.stats.tests_run == tests
+
+
+def test_no_bet_on_a_later_winner_while_the_oldest_is_decided_without_a_test(make_engine):
+    """The oldest candidate's judgement runs no test (a rerun from a full cache, here a run
+    that never says its test is under way): no bet is made on the later winner, whose
+    `after` a rerun would test for nothing."""
+
+    def run(text: bytes) -> Outcome:
+        if text == b"slow":
+            time.sleep(0.2)
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    found = engine.first_success(
+        [b"slow", b"won!"], smaller_than=100, label="t", after=lambda index: [b"next"]
+    )
+    assert found == (1, b"won!")
+    assert engine.stats.success_bets == 0
 
 
 def test_bets_never_change_the_answer(make_engine):
