@@ -253,24 +253,16 @@ class Engine(VerdictMemo):
                 if not job.ticket.abandoned:
                     self._jobs.start_locked(job)
 
-    def _warm_up(
-        self, lookahead: Iterator[C], judge: Judge[C], label: str, job_freed: Future[None]
-    ) -> None:
+    def _warm_up(self, lookahead: Iterator[C], judge: Judge[C], label: str) -> None:
         """Judge what `lookahead` yields while jobs are idle, for the cache only.
 
-        Candidates the cheap checks decide cost no job: the main thread renders
-        and parses them while the last tests run. It reads a few jobs' worth,
-        and past those goes on only while a job still idles and no running one
-        has ended (up to the batch's read-ahead): a stretch of syntax
-        rejections or cached texts would otherwise leave the job idle until the
-        running test ends, while the main thread, the one that could start it,
-        waits for that test too.
+        Candidates the cheap checks decide cost no job, so at most a few jobs'
+        worth of them is read per call: the main thread renders and parses
+        them while the last tests run, and must not wander far ahead.
         """
         self._speculation.forget_ended()
-        for reads in range(_READ_AHEAD):
+        for _ in range(_WARM_UP_READS * self.jobs):
             if self._jobs.busy() >= self.jobs:
-                return
-            if reads >= _WARM_UP_READS * self.jobs and job_freed.done():
                 return
             candidate = next(lookahead, None)
             if candidate is None:
@@ -554,7 +546,7 @@ class Engine(VerdictMemo):
             if exhausted and not ready and lookahead is not None and self.jobs > 1 and running:
                 if ahead is None:
                     ahead = iter(lookahead())
-                self._warm_up(ahead, judge, label, job_freed)
+                self._warm_up(ahead, judge, label)
                 self._close_batch()  # the offers, for jobs no warm-up took
             if not running:
                 if not ready and (exhausted or earliest_success is not None):

@@ -584,17 +584,6 @@ def test_a_lookahead_fills_the_job_a_batchs_last_test_leaves_idle(make_engine):
     assert engine.stats.cache_hits == 1
 
 
-def test_a_warm_up_reads_past_a_stretch_the_cheap_checks_decide(make_engine):
-    """The lookahead opens with twenty candidates no smaller than the best (decided without
-    a job): the warm-up reads on past them while a job idles and starts the first it must
-    test, beside the batch's last test (before: eight reads, then the job idled until
-    that test ended)."""
-    not_smaller = [b"%03d" % number * 50 for number in range(20)]
-    engine = after_a_warm_up(make_engine, [*not_smaller, b"next"])
-    wait_idle(engine)
-    assert engine.stats.tests_run == 2
-
-
 def test_a_winner_abandons_the_warm_ups_of_the_text_it_replaced(make_engine):
     warm_up_started = threading.Event()
     finished: list[bytes] = []
