@@ -879,6 +879,17 @@ def test_the_bets_on_a_candidate_that_lost_are_abandoned(make_engine):
     assert engine.cache.get(blob_id(b"bet")) is None
 
 
+def judged_slow_then_won(make_engine, run) -> Engine:
+    """A two-job engine that judged [slow, won!] with `run`, `next` following either's
+    win; the answer is `won!`."""
+    engine = make_engine(run, jobs=2)
+    found = engine.first_success(
+        [b"slow", b"won!"], smaller_than=100, label="t", after=lambda index: [b"next"]
+    )
+    assert found == (1, b"won!")
+    return engine
+
+
 def test_a_free_job_bets_on_a_later_candidate_known_to_win(make_engine):
     """The second candidate has won while the first still runs: a free job tests what
     follows the second's win, which is the answer unless the first wins too. The first's
@@ -893,11 +904,7 @@ def test_a_free_job_bets_on_a_later_candidate_known_to_win(make_engine):
             bet_started.set()
         return Recorder()(text)
 
-    engine = make_engine(run, jobs=2)
-    found = engine.first_success(
-        [b"slow", b"won!"], smaller_than=100, label="t", after=lambda index: [b"next"]
-    )
-    assert found == (1, b"won!")
+    engine = judged_slow_then_won(make_engine, run)
     assert engine.stats.success_bets == 1
     wait_idle(engine)
     tests = engine.stats.tests_run
@@ -915,11 +922,7 @@ def test_no_bet_on_a_later_winner_while_the_oldest_is_decided_without_a_test(mak
             time.sleep(0.2)
         return Recorder()(text)
 
-    engine = make_engine(run, jobs=2)
-    found = engine.first_success(
-        [b"slow", b"won!"], smaller_than=100, label="t", after=lambda index: [b"next"]
-    )
-    assert found == (1, b"won!")
+    engine = judged_slow_then_won(make_engine, run)
     assert engine.stats.success_bets == 0
 
 
