@@ -567,10 +567,7 @@ class TreeReducer:
     def opening(self) -> Iterator[bytes]:
         """What a sweep over the whole tree reads while nothing is taken, in its order, and
         then what its caller tries next (`then`), since such a sweep ends as it began."""
-        parsed = self.current.parsed
-        assert parsed is not None
-        heap: list[_Pending] = []
-        _push(heap, parsed, parsed.tree.root_node, 0)
+        parsed, heap = self._whole_tree()
         yield from self._handed_out(heap, parsed, [])
         if self._then is not None:
             yield from self._then()
@@ -578,12 +575,18 @@ class TreeReducer:
     def first_batch(self) -> Iterator[bytes]:
         """The candidates a sweep over the whole tree sends as its first batch: the root's
         offers of the first phase that has any (`_reduce`'s first stream)."""
+        parsed, heap = self._whole_tree()
+        if heap:
+            yield from self._offers(parsed.tree.root_node, 0, first_stream=True)
+
+    def _whole_tree(self) -> tuple[Parsed, list[_Pending]]:
+        """The current parse, and the heap a sweep over all of it starts from (the root,
+        unless it holds fewer than two tokens)."""
         parsed = self.current.parsed
         assert parsed is not None
         heap: list[_Pending] = []
         _push(heap, parsed, parsed.tree.root_node, 0)
-        if heap:
-            yield from self._offers(parsed.tree.root_node, 0, first_stream=True)
+        return parsed, heap
 
     def _handed_out(
         self, heap: list[_Pending], parsed: Parsed, log: list[_Change]
