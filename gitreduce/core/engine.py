@@ -184,9 +184,18 @@ class Engine(VerdictMemo):
         self._wait_any([future])
         return future.result()
 
-    def _submit(self, judge: Judge[C], candidate: C, label: str, *, queued: bool = False) -> Job:
+    def _submit(
+        self,
+        judge: Judge[C],
+        candidate: C,
+        label: str,
+        *,
+        queued: bool = False,
+        first: bool = False,
+    ) -> Job:
         """A job judging `candidate`, started now, or `queued` for the next job that ends with
-        a refusal (or for the batch's main thread, should none)."""
+        a refusal (or for the batch's main thread, should none); `first`: ahead of the
+        queue."""
         ticket = tickets.Ticket()
 
         def labelled() -> bool:
@@ -197,7 +206,7 @@ class Engine(VerdictMemo):
         job = self._jobs.make(labelled, ticket)
         with self._lock:
             if queued:
-                self._jobs.queue_locked(job)
+                self._jobs.queue_locked(job, first=first)
             else:
                 self._jobs.start_locked(job)
         return job
@@ -333,9 +342,25 @@ class Engine(VerdictMemo):
             return None
         return earliest_success
 
-    def _bet_on_success(self, bet: Bet, judge: Judge[C], label: str) -> Job | None:
+    def _preemptible(self, running: dict[int, Job], oldest: int, bet: Bet | None) -> int | None:
+        """The later candidate whose job a bet on the oldest one, `oldest`, takes over, if
+        any: once the oldest, its test running, more likely wins than loses, the one begun
+        last (the least of its test is lost should it have to run again). Whatever its own
+        verdict, a later candidate's test is worth something only if the oldest loses."""
+        judging = running.get(oldest)
+        if judging is None or not judging.ticket.tested or judging.future.done():
+            return None
+        if not self._speculation.worth_making(bet, oldest, judging):
+            return None
+        later = _judging_later(running, oldest)
+        return max(later, key=lambda index: running[index].started, default=None)
+
+    def _bet_on_success(
+        self, bet: Bet, judge: Judge[C], label: str, instead_of: Job | None = None
+    ) -> Job | None:
         """Start a judgement of the next candidate `bet` says its caller tries after the
         winner it assumes, for the cache; None when the reads allowed found none to start.
+        `instead_of`: a judgement to give up for it, only once there is one to start.
 
         Read ahead like any speculation: a foreign verdict decides nothing yet.
         """
@@ -346,6 +371,9 @@ class Engine(VerdictMemo):
                 return None
             verdict = self._quick(judge, candidate, reading_ahead=True)
             if verdict is None and not self._speculation.running(candidate):
+                if instead_of is not None:
+                    instead_of.ticket.abandon()
+                    self.stats.preempted_for_bets += 1
                 job = self._submit(judge, candidate, label)
                 self._speculation.add(candidate, job, bet.index)
                 self.stats.success_bets += 1
@@ -555,6 +583,21 @@ class Engine(VerdictMemo):
                 if orphans:
                     self._wait_any(orphans, job_freed)
                 continue
+            # every job busy while the oldest candidate more likely wins than loses: the
+            # judgement past it begun last, worth something only if the oldest loses, gives
+            # its job to a bet and waits, queued ahead of the candidates after it
+            if after is not None and self._jobs.busy() >= self.jobs:
+                victim = self._preemptible(running, next_to_resolve, bet)
+                if victim is not None:
+                    if bet is None or bet.index != next_to_resolve:
+                        bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
+                    placed = self._bet_on_success(bet, judge, label, instead_of=running[victim])
+                    if placed is not None:
+                        running[victim] = self._submit(
+                            judge, held[victim], label, queued=True, first=True
+                        )
+                        queued.append(running[victim])
+                        continue
             # what an ending job weighs before it goes on with the queue
             if after is None or (
                 bet is not None and bet.index == next_to_resolve and bet.exhausted
@@ -564,7 +607,9 @@ class Engine(VerdictMemo):
                 self._speculation.target = running.get(next_to_resolve)
             # with a job free, wake when the oldest candidate turns into the better bet
             until = None
-            if after is not None and self._jobs.busy() < self.jobs:
+            if after is not None and (
+                self._jobs.busy() < self.jobs or _judging_later(running, next_to_resolve)
+            ):
                 until = self._speculation.when_to_bet(
                     bet, next_to_resolve, running.get(next_to_resolve)
                 )
@@ -581,3 +626,12 @@ class Engine(VerdictMemo):
             if earliest_success is not None:
                 for index in [index for index in running if index > earliest_success]:
                     running.pop(index).ticket.abandon()  # speculation past the winner
+
+
+def _judging_later(running: dict[int, Job], oldest: int) -> list[int]:
+    """The candidates past `oldest` whose judgements hold a job: begun and not ended."""
+    return [
+        index
+        for index, job in running.items()
+        if index > oldest and job.started and not job.future.done()
+    ]

@@ -89,8 +89,13 @@ class Jobs:
         """Run `work` in a worker, outside the count: a single check the caller awaits."""
         return self._pool.submit(work)
 
-    def queue_locked(self, job: Job) -> None:
-        self._queued.append(job)
+    def queue_locked(self, job: Job, *, first: bool = False) -> None:
+        """Queue `job` last, or `first` (ahead of what was queued after the candidate it
+        judges)."""
+        if first:
+            self._queued.appendleft(job)
+        else:
+            self._queued.append(job)
 
     @property
     def queued(self) -> int:

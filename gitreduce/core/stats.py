@@ -45,6 +45,8 @@ class Stats:
     interesting: int = 0
     # Judgements started on what follows a candidate still running, betting that it wins
     success_bets: int = 0
+    # Judgements of later candidates stopped to give their job to such a bet
+    preempted_for_bets: int = 0
     oracle_busy_seconds: float = 0.0
     # Every test's own duration, summed (tests stopped as speculation included): divided by
     # jobs times the wall time, how busy the jobs were

@@ -68,6 +68,7 @@ def run_figures(run: _Run) -> dict[str, object]:
         "oracle_seconds": round(run.stats.oracle_busy_seconds, 3),
         "test_seconds": round(run.stats.test_seconds, 3),
         "success_bets": run.stats.success_bets,
+        "preempted_for_bets": run.stats.preempted_for_bets,
         "overhead_seconds": round(overhead, 3),
         "interrupted": run.interrupted,
         "warnings": run.warnings,

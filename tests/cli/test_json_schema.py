@@ -283,6 +283,7 @@ def test_the_schema_rejects_what_it_should() -> None:
         "overhead_seconds": 0.1,
         "test_seconds": 0.0,
         "success_bets": 0,
+        "preempted_for_bets": 0,
         "interrupted": False,
         "verified": True,
         "foreign_verdicts_used": 0,

@@ -879,6 +879,67 @@ def test_the_bets_on_a_candidate_that_lost_are_abandoned(make_engine):
     assert engine.cache.get(blob_id(b"bet")) is None
 
 
+def test_a_bet_takes_the_job_of_a_later_candidate_once_the_oldest_is_likelier_to_win(
+    make_engine,
+):
+    """Both jobs are busy: the oldest candidate has run long enough to more likely win, and
+    the other job tests a later one, worth something only if the oldest loses. That test
+    is stopped, leaving no verdict, and its job tests what follows the oldest's win; the
+    oldest's test holds until then (before: the later test kept its job till the oldest
+    ended, and nothing was bet)."""
+    bet_started = threading.Event()
+    recorder = Recorder(slow_winners)
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        if text == b"later":
+            run_until_abandoned()
+        elif text == b"slow!":
+            assert bet_started.wait(10), "no bet in the later candidate's job"
+        elif text == b"next":
+            bet_started.set()
+        return recorder(text)
+
+    engine = taught_that_slow_ones_win(make_engine, run)
+    found = engine.first_success(
+        [b"slow!", b"later"], smaller_than=100, label="t", after=lambda index: [b"next"]
+    )
+    assert found == (0, b"slow!")
+    assert engine.stats.preempted_for_bets == 1
+    wait_idle(engine)
+    assert engine.cache.get(blob_id(b"later")) is None
+    tests = engine.stats.tests_run
+    assert engine.first_success([b"next"], smaller_than=100, label="t") is None
+    assert engine.stats.tests_run == tests
+
+
+def test_a_candidate_stopped_for_a_bet_is_judged_again_when_the_oldest_loses(make_engine):
+    """The oldest candidate looked like a winner and lost: the later one whose test was
+    stopped for the bet is tested again, and the answer is what one job finds."""
+    recorder = Recorder(lambda text: 0.3 if text == b"slow" else slow_winners(text))
+    begun: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        begun.append(text)
+        if text == b"b!":  # a test of 0.2 s that stops when its judgement is given up
+            ticket = tickets.current()
+            assert ticket is not None
+            stopped = threading.Event()
+            with ticket.stoppable(stopped.set):
+                stopped.wait(0.2)
+            if ticket.abandoned:
+                raise tickets.Abandoned
+        return recorder(text)
+
+    engine = taught_that_slow_ones_win(make_engine, run)
+    batch = [b"slow", b"b!", b"c"]
+    found = engine.first_success(batch, smaller_than=100, label="t", after=lambda i: [b"z!"])
+    assert found == (1, b"b!")
+    assert engine.stats.preempted_for_bets == 1
+    assert begun[10:14] == [b"slow", b"b!", b"z!", b"b!"]  # after the lessons' ten
+
+
 def judged_slow_then_won(make_engine, run) -> Engine:
     """A two-job engine that judged [slow, won!] with `run`, `next` following either's
     win; the answer is `won!`."""
