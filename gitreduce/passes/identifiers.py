@@ -243,12 +243,21 @@ def replacement_plan(
     return plan
 
 
+def first_identifiers(current: Current) -> list[bytes]:
+    """The candidates `replace_identifiers` tries first: its plan with nothing settled yet."""
+    if current.parsed is None:
+        return []
+    return [candidate for _, candidate in replacement_plan(current, frozenset())]
+
+
 def replace_identifiers(current: Current) -> bool:
-    """Take the first interesting replacement, plan again, until none is; True if any."""
+    """Take the first interesting replacement, plan again, until none is; True if any.
+    A plan that takes nothing ends the pass: `Current.then` is its lookahead."""
     if current.parsed is None:
         return False
     return take_replacements(
-        lambda settled: replacement_plan(current, settled), current.try_candidates
+        lambda settled: replacement_plan(current, settled),
+        lambda candidates: current.try_candidates(candidates, current.then),
     )
 
 

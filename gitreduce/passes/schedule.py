@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from gitreduce.core.current import Current, Unit, delete_units, opening_deletions
@@ -22,7 +22,7 @@ from gitreduce.core.pass_runner import Pass, run_pass, skipped
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.aliases import alias_candidates, alias_declarations
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
-from gitreduce.passes.identifiers import replace_identifiers
+from gitreduce.passes.identifiers import first_identifiers, replace_identifiers
 from gitreduce.passes.inlining import inline_and_fold, inlining_candidates
 from gitreduce.passes.lenient import delete_tokens_ungated, worthwhile
 from gitreduce.passes.names import delete_names, name_candidates
@@ -249,6 +249,7 @@ LATE: tuple[Pass[Program], ...] = (
         "a name's uses renamed to another name of its kind in scope (a variable's also to 0), "
         "its declaration deleted",
         applies=lambda program: small_enough(program.current),
+        first_batch=lambda program: first_identifiers(program.current),
     ),
     Pass(
         "types",
@@ -345,8 +346,8 @@ def _in_order(
     current = program.current
     progress = False
     order = list(passes)
-    for declared, following in zip(order, [*order[1:], None], strict=True):
-        current.then = then if following is None else _first_batch_of(following, program)
+    for position, declared in enumerate(order):
+        current.then = _first_batch_of(order[position + 1 :], program, then)
         try:
             progress = run_pass(declared, program, current) or progress
         finally:
@@ -355,17 +356,28 @@ def _in_order(
 
 
 def _first_batch_of(
-    declared: Pass[Program] | None, program: Program
+    passes: Sequence[Pass[Program]],
+    program: Program,
+    then: Callable[[], Iterable[bytes]] | None = None,
 ) -> Callable[[], Iterable[bytes]] | None:
-    """`declared`'s first batch, as a lookahead read when the pass before it ends: none if
-    it declares none, is switched off, or does not apply then. (Its label is known
-    now, while no pass runs; whether it applies, only once the pass before it ends.)"""
-    if declared is None or declared.first_batch is None or skipped(declared, program.current):
-        return None
-    first_batch = declared.first_batch
+    """The first batch of the first of `passes` that will run, as a lookahead read when
+    the pass before them ends; `then` if none of them will. Passes switched off are
+    passed over now, while no pass runs and their labels are known; those that will
+    not apply, once the pass before them ends (a grammar-less pass after a grammar
+    pass: before, its pass ended with nothing to look ahead to). Nothing is looked
+    ahead to past a pass that will run and declares no first batch."""
+    remaining = [declared for declared in passes if not skipped(declared, program.current)]
+    if not remaining:
+        return then
 
     def lookahead() -> Iterable[bytes]:
-        return first_batch(program) if declared.applies(program) else ()
+        for declared in remaining:
+            if not declared.applies(program):
+                continue
+            if declared.first_batch is None:
+                return ()
+            return declared.first_batch(program)
+        return () if then is None else then()
 
     return lookahead
 
@@ -375,7 +387,7 @@ def _rounds(program: Program, order: tuple[Pass[Program], ...]) -> None:
     last pass runs, the next round's first batch is its lookahead if the round shrank
     the text (what runs next then)."""
     current = program.current
-    next_round = _first_batch_of(order[0], program)
+    next_round = _first_batch_of(order, program)
     while True:
         before = len(current.text)
 

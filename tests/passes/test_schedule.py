@@ -28,6 +28,7 @@ from support import (
     make_engine,
     parses_cleanly,
     reduce_text,
+    replayed,
 )
 
 from gitreduce.core import tickets
@@ -694,6 +695,19 @@ def test_a_round_that_shrank_looks_ahead_to_the_next_rounds_first_batch(language
         assert ahead[:length] == read[:length]
 
 
+@pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
+def test_a_pass_looks_ahead_past_the_passes_that_will_not_run(language):
+    """`brackets` is followed by `lines`, a pass for a file no grammar parses: the last
+    batch of `brackets` looks ahead to the first batch of `tokens`, the pass that runs
+    next, byte for byte (before: to nothing, and at two jobs one job idled while it
+    ran). `identifiers`, which now declares its first batch, looks ahead too."""
+    log = replayed(language)
+    compared = log.lookaheads_compared()
+    assert compared.get("brackets", 0) > 0, compared
+    looked = {label for label, _, ahead, _ in log.batches if ahead is not None}
+    assert {"brackets", "identifiers"} <= looked
+
+
 def sent_first(declared: Pass[Program], language: str, program: bytes) -> tuple[list, list]:
     """What `declared` declares as its first batch on `program`, and the candidates of the
     first batch it sends the engine, under a test nothing passes; None if it does not
@@ -744,4 +758,6 @@ def test_a_declared_first_batch_is_what_its_pass_tries_first(language, program):
         if sent is not None:
             assert sent[0] == sent[1], declared.name
             checked.append(declared.name)
-    assert {"tree", "names", "parameters", "tokens", "windows", "tidy"} <= set(checked)
+    assert {"tree", "names", "parameters", "tokens", "windows", "identifiers", "tidy"} <= set(
+        checked
+    )
