@@ -179,6 +179,21 @@ class LookaheadLog(Engine):
         self.after_winners.append(following)
         return found
 
+    def afters_compared(self) -> dict[str, int]:
+        """Asserts that after every batch with a winner, the candidates read next begin
+        with what its caller said it tries after that winner, byte for byte; returns how
+        many candidates were compared, by pass."""
+        compared: dict[str, int] = {}
+        for position, following in enumerate(self.after_winners):
+            if following is None or position + 1 == len(self.batches):
+                continue
+            label = self.batches[position][0]
+            read = self.batches[position + 1][1]
+            length = min(len(following), len(read))
+            assert read[:length] == following[:length], (position, label)
+            compared[label] = compared.get(label, 0) + length
+        return compared
+
     def lookaheads_compared(self) -> dict[str, int]:
         """Asserts that after every batch that took nothing, the candidates read next
         (until one is taken) begin with the batch's lookahead, byte for byte; returns how

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,13 +118,34 @@ class Current:
     def try_until_none(self, candidates_of: Callable[[Current], Iterable[bytes]]) -> bool:
         """Take the first interesting candidate `candidates_of` derives from the current
         parse, derive again, until none is; True if any was taken. A round that takes
-        nothing ends the pass: `then` is its lookahead."""
+        nothing ends the pass: `then` is its lookahead. What a round derives if its
+        candidate `i` is taken is its `after`: a bet while that candidate's test runs."""
+
+        def after(index: int) -> Iterable[bytes]:
+            # made again up to `index`, rather than every candidate read kept for a bet
+            # that is rarely made
+            taken = next(itertools.islice(candidates_of(self), index, None), None)
+            if taken is None:
+                return ()
+            supposed = self.supposing(taken)
+            return candidates_of(supposed) if supposed.parsed is not None else ()
+
         progress = False
         while self.parsed is not None:
-            if self.try_candidates(candidates_of(self), self.then) is None:
+            if self.try_candidates(candidates_of(self), self.then, after) is None:
                 return progress
             progress = True
         return progress
+
+    def supposing(self, text: bytes) -> Current:
+        """This text as if the engine had taken `text`: for deriving what a pass tries
+        next should it, never for trying (nothing is told of it)."""
+        supposed = copy.copy(self)
+        supposed._on_change = None
+        supposed.text = bytes(text)
+        supposed.rendered = text
+        supposed.parsed = self.syntax.parse(supposed.text) if self.syntax else None
+        return supposed
 
     def try_rewrite(self, rewrite: Callable[[bytes], bytes]) -> bool:
         """Try the whole text rewritten by `rewrite` (a normaliser, not an edit of one place)."""

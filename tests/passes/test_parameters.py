@@ -12,8 +12,19 @@ import itertools
 import re
 
 import pytest
-from support import GATED_ONLY, Predicate, current_for, nodes, parses_cleanly, reduce_text
+from support import (
+    GATED_ONLY,
+    LookaheadLog,
+    Predicate,
+    current_for,
+    nodes,
+    parses_cleanly,
+    reduce_text,
+)
 
+from gitreduce.core.current import Current
+from gitreduce.lang import grammars
+from gitreduce.lang.syntax import Syntax
 from gitreduce.passes.parameters import delete_parameters, parameter_candidates
 
 _TOKEN = re.compile(rb"\w+|[^\w\s]")
@@ -408,3 +419,23 @@ def test_a_parameter_kept_as_a_local_is_declared_the_program_s_way(language, pro
     grammar has (`let`, `var`); none where a parameter's text is a declaration (C)."""
     found = [b" ".join(candidate) for candidate in candidates(program, language)]
     assert any(local in candidate for candidate in found), found
+
+
+def test_what_a_round_says_follows_its_winner_is_what_it_reads_next():
+    """Each parameter taken, the pass derives its candidates anew from the text that won
+    (`Current.try_until_none`): what it said, while that candidate ran, it would try
+    after it is what it then reads, byte for byte, so a bet on a winner still running, at
+    two jobs, tests what one job asks next. Before, it said nothing, and no job bet."""
+    program = b"""int f(int a, int b, int c) { return a + b * c; }
+int g(int x, int y) { return f(x, y, 1) + f(y, x, 2); }
+int main(void) { int u = 1; int v = 2; return g(u, v) + f(1, 2, 3); }
+"""
+    engine = LookaheadLog(lambda text: parses_cleanly("c", text) and b"main" in text)
+    current = Current(program, engine, Syntax(grammars.load("c"), program))
+    current.label = "parameters"
+    try:
+        assert delete_parameters(current)
+    finally:
+        engine.close()
+    assert b"int f(  )" in current.text
+    assert engine.afters_compared().get("parameters", 0) >= 3
