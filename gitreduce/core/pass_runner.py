@@ -42,7 +42,9 @@ class Pass(Generic[T]):
     at all (a grammar pass on a file without a grammar does not). `first_batch`,
     where the pass knows it from the target alone, gives the candidates its
     first batch tries, in order: while the pass before it tests its last
-    candidates, the engine starts on those (`Current.then`).
+    candidates, the engine starts on those (`Current.then`). `idle_if_first_empty`
+    says that a pass whose first batch is empty tries nothing at all (a pass that
+    derives each batch from the text alone), so a lookahead reads on past it.
     """
 
     name: str
@@ -50,6 +52,7 @@ class Pass(Generic[T]):
     summary: str
     applies: Callable[[T], bool] = lambda target: True
     first_batch: Callable[[T], Iterable[bytes]] | None = None
+    idle_if_first_empty: bool = False
 
 
 def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:

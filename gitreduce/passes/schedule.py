@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from gitreduce.core.current import Current, Unit, delete_units, opening_deletions
@@ -173,6 +173,7 @@ ROUND: tuple[Pass[Program], ...] = (
         "a declared name together with every construct that uses it",
         applies=_parsed,
         first_batch=lambda program: name_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "parameters",
@@ -180,6 +181,7 @@ ROUND: tuple[Pass[Program], ...] = (
         "the i-th parameter of a function with the i-th argument of each of its calls",
         applies=_parsed,
         first_batch=lambda program: parameter_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "results",
@@ -187,6 +189,7 @@ ROUND: tuple[Pass[Program], ...] = (
         "a function's result type with the values it returns",
         applies=_parsed,
         first_batch=lambda program: return_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "brackets",
@@ -194,6 +197,7 @@ ROUND: tuple[Pass[Program], ...] = (
         "a matching pair of brackets, keeping what they enclose",
         applies=_parsed,
         first_batch=lambda program: bracket_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "lines",
@@ -210,6 +214,7 @@ ROUND: tuple[Pass[Program], ...] = (
         first_batch=lambda program: opening_deletions(
             program.current, token_units(program.current)
         ),
+        idle_if_first_empty=True,
     ),
     Pass(
         "windows",
@@ -250,6 +255,7 @@ LATE: tuple[Pass[Program], ...] = (
         "its declaration deleted",
         applies=lambda program: small_enough(program.current),
         first_batch=lambda program: first_identifiers(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "types",
@@ -257,6 +263,7 @@ LATE: tuple[Pass[Program], ...] = (
         "a type alias inlined at its uses, or a type the file does not define made plain (int)",
         applies=lambda program: small_enough(program.current),
         first_batch=lambda program: first_types(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "conversions",
@@ -266,6 +273,7 @@ LATE: tuple[Pass[Program], ...] = (
         "a record's named fields to positional ones (Rust)",
         applies=_parsed,
         first_batch=lambda program: conversion_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "inline",
@@ -274,6 +282,7 @@ LATE: tuple[Pass[Program], ...] = (
         "expression folded into the value the next statement reads",
         applies=lambda program: small_enough(program.current),
         first_batch=lambda program: inlining_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "aliases",
@@ -281,6 +290,7 @@ LATE: tuple[Pass[Program], ...] = (
         "a declaration nothing refers to made an alias of one type it names (`type T = R<1>;`)",
         applies=lambda program: small_enough(program.current),
         first_batch=lambda program: alias_candidates(program.current),
+        idle_if_first_empty=True,
     ),
     Pass(
         "subtrees",
@@ -288,6 +298,7 @@ LATE: tuple[Pass[Program], ...] = (
         "a node replaced by a smaller compatible node from elsewhere in the program",
         applies=lambda program: small_enough(program.current),
         first_batch=lambda program: first_subtrees(program.current, _original(program)),
+        idle_if_first_empty=True,
     ),
     Pass(
         "exhaustive",
@@ -364,20 +375,28 @@ def _first_batch_of(
     the pass before them ends; `then` if none of them will. Passes switched off are
     passed over now, while no pass runs and their labels are known; those that will
     not apply, once the pass before them ends (a grammar-less pass after a grammar
-    pass: before, its pass ended with nothing to look ahead to). Nothing is looked
-    ahead to past a pass that will run and declares no first batch."""
+    pass: before, its pass ended with nothing to look ahead to), and those whose first
+    batch is empty where that means they try nothing (`Pass.idle_if_first_empty`).
+    Nothing is looked ahead to past a pass that will run and declares no first
+    batch."""
     remaining = [declared for declared in passes if not skipped(declared, program.current)]
     if not remaining:
         return then
 
-    def lookahead() -> Iterable[bytes]:
+    def lookahead() -> Iterator[bytes]:
         for declared in remaining:
             if not declared.applies(program):
                 continue
             if declared.first_batch is None:
-                return ()
-            return declared.first_batch(program)
-        return () if then is None else then()
+                return
+            empty = True
+            for candidate in declared.first_batch(program):
+                empty = False
+                yield candidate
+            if not empty or not declared.idle_if_first_empty:
+                return
+        if then is not None:
+            yield from then()
 
     return lookahead
 
