@@ -40,13 +40,13 @@ class Odds:
         self._recent.append((seconds, won))
         bisect.insort(self._by_duration, (seconds, won))
 
-    def favour_success(self, elapsed: float) -> bool:
+    def favour_success(self, elapsed: float, margin: float = 1.0) -> bool:
         """Whether, of the recent judgements that took at least `elapsed` seconds, more
-        won than lost (and enough won to tell)."""
-        turn = self.when_success_favoured(elapsed)
+        than `margin` times as many won as lost (and enough won to tell)."""
+        turn = self.when_success_favoured(elapsed, margin)
         return turn is not None and turn <= elapsed
 
-    def when_success_favoured(self, elapsed: float) -> float | None:
+    def when_success_favoured(self, elapsed: float, margin: float = 1.0) -> float | None:
         """The least running time from `elapsed` on at which `favour_success` holds; None
         when it never does (no recent judgement that long won often enough)."""
         records = self._by_duration
@@ -65,6 +65,6 @@ class Odds:
             shorter = records[index - 1][0] if index else None
             if shorter == seconds:
                 continue  # the same duration again: counted with it, judged below
-            if won >= _LEAST_WINNERS and won > lost:
+            if won >= _LEAST_WINNERS and won > margin * lost:
                 earliest = elapsed if shorter is None else max(elapsed, shorter + _JUST_LONGER)
         return earliest

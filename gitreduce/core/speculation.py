@@ -106,17 +106,22 @@ class Speculation:
         """A judgement of the batch ended after `seconds`, winning or not."""
         self._odds.record(seconds, won)
 
-    def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
+    def worth_making(
+        self, bet: Bet | None, index: int, job: Job | None, margin: float = 1.0
+    ) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
-        running), more likely wins than loses and has something left to bet on."""
+        running), more likely wins than loses (by `margin`: see `Odds`) and has something
+        left to bet on."""
         elapsed = _running_for(bet, index, job)
-        return elapsed is not None and self._odds.favour_success(elapsed)
+        return elapsed is not None and self._odds.favour_success(elapsed, margin)
 
-    def when_to_bet(self, bet: Bet | None, index: int, job: Job | None) -> float | None:
+    def when_to_bet(
+        self, bet: Bet | None, index: int, job: Job | None, margin: float = 1.0
+    ) -> float | None:
         """When, if it is still running then, the oldest candidate `index` (judged by
-        `job`) becomes the better bet to win; None if it will not."""
+        `job`) becomes the better bet to win (by `margin`); None if it will not."""
         elapsed = _running_for(bet, index, job)
-        turn = None if elapsed is None else self._odds.when_success_favoured(elapsed)
+        turn = None if elapsed is None else self._odds.when_success_favoured(elapsed, margin)
         return None if turn is None or job is None else job.started + turn
 
     def bet_preferred_locked(self, ended: Job) -> bool:

@@ -44,3 +44,14 @@ def test_only_the_recent_judgements_count():
     assert odds.when_success_favoured(0.0) is None
     odds.record(0.12, True)
     assert odds.when_success_favoured(0.0) is None  # one recent winner is not enough
+
+
+def test_a_margin_asks_for_that_many_more_winners_than_losers():
+    """What stops a running test for a bet asks for stronger odds: past 50 ms, six winners
+    against two slow losers favour a win by a plain majority, not by three to one, which
+    only holds past the slow losers (80 ms)."""
+    odds = learned([(0.02, False)] * 20 + [(0.08, False)] * 2 + [(0.12, True)] * 6)
+    assert odds.favour_success(0.05)
+    assert not odds.favour_success(0.05, margin=3)
+    assert odds.favour_success(0.081, margin=3)
+    assert abs(odds.when_success_favoured(0.05, margin=3) - 0.08) < 1e-3
