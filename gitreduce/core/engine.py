@@ -621,9 +621,12 @@ class Engine(VerdictMemo):
                     bet, next_to_resolve, running.get(next_to_resolve)
                 )
             elif after is not None and _judging_later(running, next_to_resolve):
-                until = self._speculation.when_to_bet(
+                turn = self._speculation.when_to_bet(
                     bet, next_to_resolve, running.get(next_to_resolve), _PREEMPTION_MARGIN
                 )
+                # a moment already past found nothing to stop a test for: no wake-up again
+                # until a judgement ends (before, the main thread spun until one did)
+                until = turn if turn is not None and turn > time.monotonic() else None
             self._wait_any([job.future for job in running.values()], job_freed, until)
             for index in [index for index, job in running.items() if job.future.done()]:
                 job = running.pop(index)

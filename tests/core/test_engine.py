@@ -940,6 +940,30 @@ def test_a_candidate_stopped_for_a_bet_is_judged_again_when_the_oldest_loses(mak
     assert begun[10:14] == [b"slow", b"b!", b"z!", b"b!"]  # after the lessons' ten
 
 
+def test_no_spinning_while_the_likely_winner_has_nothing_to_stop_a_test_for(make_engine):
+    """The oldest candidate looks like a winner and a later one runs beside it, but the
+    oldest's judgement says no test of its own is under way, so nothing is stopped: the
+    main thread waits for a judgement to end rather than wake again and again (before,
+    thousands of wake-ups in 0.3 s, a processor taken from the tests)."""
+    recorder = Recorder(lambda text: 0.3 if text == b"later" else slow_winners(text))
+    engine = taught_that_slow_ones_win(make_engine, recorder)
+    waits = 0
+    wait_any = engine._wait_any
+
+    def counted(*args, **kwargs):
+        nonlocal waits
+        waits += 1
+        return wait_any(*args, **kwargs)
+
+    engine._wait_any = counted
+    found = engine.first_success(
+        [b"slow!", b"later"], smaller_than=100, label="t", after=lambda index: [b"next"]
+    )
+    assert found == (0, b"slow!")
+    assert engine.stats.preempted_for_bets == 0
+    assert waits < 50, waits
+
+
 def judged_slow_then_won(make_engine, run) -> Engine:
     """A two-job engine that judged [slow, won!] with `run`, `next` following either's
     win; the answer is `won!`."""
