@@ -56,7 +56,7 @@ from gitreduce.core.jobs import Job, Jobs
 from gitreduce.core.judges import Accepts, AfterSuccess, Judge, Lookahead, Precheck, TextJudge
 from gitreduce.core.memo import ORIGINALS, VerdictMemo
 from gitreduce.core.outcome import Outcome, VerdictCache
-from gitreduce.core.speculation import Bet, Speculation
+from gitreduce.core.speculation import PREEMPTION_MARGIN, Bet, Speculation, judging_later
 
 # How often a main thread waiting on tests looks whether it was stopped: rarely enough
 # to cost nothing, often enough that an interrupt feels immediate.
@@ -72,13 +72,6 @@ _READ_AHEAD = 512
 # ahead (see `_first_judged`): a spawn on a loaded machine. Every judgement says when its
 # test runs, or that it has none to run, so the bound only matters when spawning is slow.
 _HAND_OVER_SECONDS = 0.1
-# How many more recent judgements as long as the oldest one running must have won than lost
-# before a later candidate's test is stopped for a bet on it. A bet in a free job costs
-# nothing when it loses (the job would have tested a later candidate, worth something only
-# if the oldest loses); a stopped test loses what it ran, and is run again should the oldest
-# lose. Measured at two jobs with the plain majority: bets on the g++ pair won 55 times in
-# 100, and the pair took 11 % longer than without stopping any test.
-_PREEMPTION_MARGIN = 3.0
 # The most tests `set_jobs` lets one engine have in flight (its pool's threads start
 # only as they are needed).
 MAX_JOBS = 256
@@ -349,20 +342,6 @@ class Engine(VerdictMemo):
             return None
         return earliest_success
 
-    def _preemptible(self, running: dict[int, Job], oldest: int, bet: Bet | None) -> int | None:
-        """The later candidate whose job a bet on the oldest one, `oldest`, takes over, if
-        any: once the oldest, its test running, looks `_PREEMPTION_MARGIN` times likelier to
-        win than to lose, the one begun last (the least of its test is lost should it have
-        to run again). Whatever its own verdict, a later candidate's test is worth
-        something only if the oldest loses."""
-        judging = running.get(oldest)
-        if judging is None or not judging.ticket.tested or judging.future.done():
-            return None
-        if not self._speculation.worth_making(bet, oldest, judging, _PREEMPTION_MARGIN):
-            return None
-        later = _judging_later(running, oldest)
-        return max(later, key=lambda index: running[index].started, default=None)
-
     def _bet_on_success(
         self, bet: Bet, judge: Judge[C], label: str, instead_of: Job | None = None
     ) -> Job | None:
@@ -595,7 +574,7 @@ class Engine(VerdictMemo):
             # lose: the judgement past it begun last, worth something only if the oldest
             # loses, gives its job to a bet and waits, queued ahead of the candidates after it
             if after is not None and self._jobs.busy() >= self.jobs:
-                victim = self._preemptible(running, next_to_resolve, bet)
+                victim = self._speculation.preemptible(running, next_to_resolve, bet)
                 if victim is not None:
                     if bet is None or bet.index != next_to_resolve:
                         bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
@@ -620,9 +599,9 @@ class Engine(VerdictMemo):
                 until = self._speculation.when_to_bet(
                     bet, next_to_resolve, running.get(next_to_resolve)
                 )
-            elif after is not None and _judging_later(running, next_to_resolve):
+            elif after is not None and judging_later(running, next_to_resolve):
                 turn = self._speculation.when_to_bet(
-                    bet, next_to_resolve, running.get(next_to_resolve), _PREEMPTION_MARGIN
+                    bet, next_to_resolve, running.get(next_to_resolve), PREEMPTION_MARGIN
                 )
                 # a moment already past found nothing to stop a test for: no wake-up again
                 # until a judgement ends (before, the main thread spun until one did)
@@ -640,12 +619,3 @@ class Engine(VerdictMemo):
             if earliest_success is not None:
                 for index in [index for index in running if index > earliest_success]:
                     running.pop(index).ticket.abandon()  # speculation past the winner
-
-
-def _judging_later(running: dict[int, Job], oldest: int) -> list[int]:
-    """The candidates past `oldest` whose judgements hold a job: begun and not ended."""
-    return [
-        index
-        for index, job in running.items()
-        if index > oldest and job.started and not job.future.done()
-    ]

@@ -23,6 +23,14 @@ from dataclasses import dataclass
 from gitreduce.core.jobs import Job
 from gitreduce.core.odds import Odds
 
+# How many more recent judgements as long as the oldest one running must have won than lost
+# before a later candidate's test is stopped for a bet on it. A bet in a free job costs
+# nothing when it loses (the job would have tested a later candidate, worth something only
+# if the oldest loses); a stopped test loses what it ran, and is run again should the oldest
+# lose. Measured at two jobs with the plain majority: bets on the g++ pair won 55 times in
+# 100, and 63 tests were stopped in one run (32 with this margin).
+PREEMPTION_MARGIN = 3.0
+
 
 @dataclass(frozen=True)
 class WarmUp:
@@ -124,6 +132,21 @@ class Speculation:
         turn = None if elapsed is None else self._odds.when_success_favoured(elapsed, margin)
         return None if turn is None or job is None else job.started + turn
 
+    def preemptible(self, running: dict[int, Job], oldest: int, bet: Bet | None) -> int | None:
+        """The later candidate of a batch (`running`: its judgements by index) whose job a
+        bet on the oldest one, `oldest`, takes over, if any: once the oldest, its test
+        running, looks `PREEMPTION_MARGIN` times likelier to win than to lose, the one
+        begun last (the least of its test is lost should it have to run again). Whatever
+        its own verdict, a later candidate's test is worth something only if the oldest
+        loses."""
+        judging = running.get(oldest)
+        if judging is None or not judging.ticket.tested or judging.future.done():
+            return None
+        if not self.worth_making(bet, oldest, judging, PREEMPTION_MARGIN):
+            return None
+        later = judging_later(running, oldest)
+        return max(later, key=lambda index: running[index].started, default=None)
+
     def bet_preferred_locked(self, ended: Job) -> bool:
         """Whether the batch's oldest candidate (`target`), running in another job than
         `ended`, is now the better bet to win: the free job is then the main thread's to
@@ -140,3 +163,12 @@ def _running_for(bet: Bet | None, index: int, job: Job | None) -> float | None:
     if job is None or not job.started or (bet is not None and bet.index == index and bet.exhausted):
         return None
     return time.monotonic() - job.started
+
+
+def judging_later(running: dict[int, Job], oldest: int) -> list[int]:
+    """The candidates past `oldest` whose judgements hold a job: begun and not ended."""
+    return [
+        index
+        for index, job in running.items()
+        if index > oldest and job.started and not job.future.done()
+    ]
