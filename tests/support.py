@@ -481,14 +481,14 @@ def gcc(path: Path, text: bytes, *flags: str) -> subprocess.CompletedProcess[byt
     return subprocess.run([GCC or "gcc", *flags, str(path)], capture_output=True)
 
 
-def run_until_abandoned() -> None:
-    """An in-process test that lasts until its judgement is given up (at most 30 s), then
-    says so as the oracle would."""
+def run_until_abandoned(seconds: float = 30.0) -> None:
+    """An in-process test that lasts until its judgement is given up (at most `seconds`),
+    then says so as the oracle would; returns if it was not."""
     ticket = tickets.current()
     assert ticket is not None
     stopped = threading.Event()
     with ticket.stoppable(stopped.set):
-        stopped.wait(30)
+        stopped.wait(seconds)
     if ticket.abandoned:
         raise tickets.Abandoned
 

@@ -923,13 +923,7 @@ def test_a_candidate_stopped_for_a_bet_is_judged_again_when_the_oldest_loses(mak
         tickets.test_under_way()
         begun.append(text)
         if text == b"b!":  # a test of 0.2 s that stops when its judgement is given up
-            ticket = tickets.current()
-            assert ticket is not None
-            stopped = threading.Event()
-            with ticket.stoppable(stopped.set):
-                stopped.wait(0.2)
-            if ticket.abandoned:
-                raise tickets.Abandoned
+            run_until_abandoned(0.2)
         return recorder(text)
 
     engine = taught_that_slow_ones_win(make_engine, run)
