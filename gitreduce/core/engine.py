@@ -573,8 +573,18 @@ class Engine(VerdictMemo):
             # every job busy while the oldest candidate looks far likelier to win than to
             # lose: the judgement past it begun last, worth something only if the oldest
             # loses, gives its job to a bet and waits, queued ahead of the candidates after it
-            if after is not None and self._jobs.busy() >= self.jobs:
-                victim = self._speculation.preemptible(running, next_to_resolve, bet)
+            stop_at = None  # when the oldest becomes likely enough to win to stop a test for
+            if (
+                after is not None
+                and self._jobs.busy() >= self.jobs
+                and judging_later(running, next_to_resolve)
+            ):
+                stop_at = self._speculation.when_to_bet(
+                    bet, next_to_resolve, running.get(next_to_resolve), PREEMPTION_MARGIN
+                )
+                victim = None
+                if stop_at is not None and stop_at <= time.monotonic():
+                    victim = self._speculation.preemptible(running, next_to_resolve)
                 if victim is not None:
                     if bet is None or bet.index != next_to_resolve:
                         bet = Bet(next_to_resolve, iter(after(next_to_resolve)))
@@ -599,13 +609,10 @@ class Engine(VerdictMemo):
                 until = self._speculation.when_to_bet(
                     bet, next_to_resolve, running.get(next_to_resolve)
                 )
-            elif after is not None and judging_later(running, next_to_resolve):
-                turn = self._speculation.when_to_bet(
-                    bet, next_to_resolve, running.get(next_to_resolve), PREEMPTION_MARGIN
-                )
-                # a moment already past found nothing to stop a test for: no wake-up again
-                # until a judgement ends (before, the main thread spun until one did)
-                until = turn if turn is not None and turn > time.monotonic() else None
+            elif stop_at is not None and stop_at > time.monotonic():
+                # (a moment already past found nothing to stop a test for: no wake-up
+                # again until a judgement ends; before, the main thread spun until one did)
+                until = stop_at
             self._wait_any([job.future for job in running.values()], job_freed, until)
             for index in [index for index, job in running.items() if job.future.done()]:
                 job = running.pop(index)

@@ -114,14 +114,11 @@ class Speculation:
         """A judgement of the batch ended after `seconds`, winning or not."""
         self._odds.record(seconds, won)
 
-    def worth_making(
-        self, bet: Bet | None, index: int, job: Job | None, margin: float = 1.0
-    ) -> bool:
+    def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
-        running), more likely wins than loses (by `margin`: see `Odds`) and has something
-        left to bet on."""
+        running), more likely wins than loses and has something left to bet on."""
         elapsed = _running_for(bet, index, job)
-        return elapsed is not None and self._odds.favour_success(elapsed, margin)
+        return elapsed is not None and self._odds.favour_success(elapsed)
 
     def when_to_bet(
         self, bet: Bet | None, index: int, job: Job | None, margin: float = 1.0
@@ -132,17 +129,16 @@ class Speculation:
         turn = None if elapsed is None else self._odds.when_success_favoured(elapsed, margin)
         return None if turn is None or job is None else job.started + turn
 
-    def preemptible(self, running: dict[int, Job], oldest: int, bet: Bet | None) -> int | None:
+    @staticmethod
+    def preemptible(running: dict[int, Job], oldest: int) -> int | None:
         """The later candidate of a batch (`running`: its judgements by index) whose job a
-        bet on the oldest one, `oldest`, takes over, if any: once the oldest, its test
-        running, looks `PREEMPTION_MARGIN` times likelier to win than to lose, the one
-        begun last (the least of its test is lost should it have to run again). Whatever
-        its own verdict, a later candidate's test is worth something only if the oldest
-        loses."""
+        bet on the oldest one, `oldest`, takes over once the oldest looks
+        `PREEMPTION_MARGIN` times likelier to win than to lose (`when_to_bet`), if any:
+        while the oldest's test runs, the one begun last (the least of its test is lost
+        should it have to run again). Whatever its own verdict, a later candidate's test
+        is worth something only if the oldest loses."""
         judging = running.get(oldest)
         if judging is None or not judging.ticket.tested or judging.future.done():
-            return None
-        if not self.worth_making(bet, oldest, judging, PREEMPTION_MARGIN):
             return None
         later = judging_later(running, oldest)
         return max(later, key=lambda index: running[index].started, default=None)
