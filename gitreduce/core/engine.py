@@ -273,11 +273,21 @@ class Engine(VerdictMemo):
         for _ in range(_WARM_UP_READS * self.jobs):
             if self._jobs.busy() >= self.jobs:
                 return
-            candidate = next(lookahead, None)
-            if candidate is None:
+            candidate, counted = self._read(lookahead, label)
+            if candidate is _NONE_LEFT:
                 return
-            if judge.quick(candidate) is None:
-                self._speculation.add(candidate, self._submit(judge, candidate, label))
+            with self.counting_for(counted):
+                verdict = judge.quick(candidate)
+            if verdict is None:
+                self._speculation.add(candidate, self._submit(judge, candidate, counted))
+
+    def _read(self, candidates: Iterator[C], label: str) -> tuple[Any, str]:
+        """The next of what a lookahead or a bet reads (`_NONE_LEFT` at its end) and the pass
+        its checks and test count for: `label`, the reading batch's, unless the lookahead
+        announced the candidate as another pass's (`announce`)."""
+        self._announced = None
+        candidate: Any = next(candidates, _NONE_LEFT)
+        return candidate, self._announced or label
 
     def _queue_warm_ups(
         self, lookahead: Iterator[C], judge: Judge[C], label: str, job_freed: Future[None]
@@ -296,12 +306,13 @@ class Engine(VerdictMemo):
                 break
             if job_freed.done():
                 break
-            candidate: Any = next(lookahead, _NONE_LEFT)
+            candidate, counted = self._read(lookahead, label)
             if candidate is _NONE_LEFT:
                 break
-            verdict = self._quick(judge, candidate, reading_ahead=True)
+            with self.counting_for(counted):
+                verdict = self._quick(judge, candidate, reading_ahead=True)
             if verdict is None and not self._speculation.running(candidate):
-                job = self._submit(judge, candidate, label, queued=True)
+                job = self._submit(judge, candidate, counted, queued=True)
                 self._speculation.add(candidate, job)
                 queued.append(job)
         return queued
@@ -352,16 +363,17 @@ class Engine(VerdictMemo):
         Read ahead like any speculation: a foreign verdict decides nothing yet.
         """
         for _ in range(_WARM_UP_READS * self.jobs):
-            candidate: Any = next(bet.following, _NONE_LEFT)
+            candidate, counted = self._read(bet.following, label)
             if candidate is _NONE_LEFT:
                 bet.exhausted = True
                 return None
-            verdict = self._quick(judge, candidate, reading_ahead=True)
+            with self.counting_for(counted):
+                verdict = self._quick(judge, candidate, reading_ahead=True)
             if verdict is None and not self._speculation.running(candidate):
                 if instead_of is not None:
                     instead_of.ticket.abandon()
                     self.stats.preempted_for_bets += 1
-                job = self._submit(judge, candidate, label)
+                job = self._submit(judge, candidate, counted)
                 self._speculation.add(candidate, job, bet.index)
                 self.stats.success_bets += 1
                 return job

@@ -10,7 +10,8 @@ no foreign verdict is used for the rest of the run. So every accepted
 candidate, and hence the result, rests on a run made here.
 
 Every test, cache hit and syntax rejection counts for the pass the calling
-thread works for (`counting_for`; the engine's jobs take their batch's).
+thread works for (`counting_for`; the engine's jobs take their batch's, or
+the pass a lookahead announced for the candidate it yielded: `announce`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class VerdictMemo:
         self._running = 0
         self._busy_since = 0.0
         self._foreign_trusted = True  # until a confirmation contradicts a foreign verdict
+        self._announced: str | None = None  # see `announce`
 
     def recall(self, text: bytes, accepts: Accepts | None = None) -> Outcome | None:
         """A verdict already known for `text` that may decide it, counted as a cache hit.
@@ -77,6 +79,13 @@ class VerdictMemo:
         if not cached.local and getattr(self._context, "reading_ahead", False):
             return None  # a test still running may end the trust: the judgement decides it
         return cached
+
+    def announce(self, label: str) -> None:
+        """Said by a lookahead (on the batch's main thread) just before it yields a candidate
+        of another pass than the batch reading it, the next pass's first batch: that
+        candidate's cheap checks and test count for `label`, not for the pass that read
+        it ahead. Each read of a lookahead forgets the previous announcement."""
+        self._announced = label
 
     @contextmanager
     def counting_for(self, label: str) -> Iterator[None]:

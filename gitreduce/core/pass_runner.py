@@ -66,7 +66,7 @@ def run_pass(declared: Pass[T], target: T, on: PassTarget) -> bool:
     if not declared.applies(target) or skipped(declared, on):
         return False
     outer = on.label
-    label = _label(declared, on)
+    label = pass_label(declared, on.label)
     engine = on.engine
     stats = engine.stats.of_pass(label)  # before its nested passes: the profile reads in order
     tokens_before = on.tokens
@@ -86,8 +86,10 @@ def skipped(declared: Pass[T], on: PassTarget) -> bool:
     """Whether the pass's name or its full label (under the label running on `on`) is
     among the engine's skipped passes."""
     switched_off = on.engine.skipped_passes
-    return declared.name in switched_off or _label(declared, on) in switched_off
+    return declared.name in switched_off or pass_label(declared, on.label) in switched_off
 
 
-def _label(declared: Pass[T], on: PassTarget) -> str:
-    return f"{on.label}/{declared.name}" if on.label else declared.name
+def pass_label(declared: Pass[T], outer: str) -> str:
+    """The label `declared` counts its tests under when it runs inside the pass labelled
+    `outer` ("" at the top)."""
+    return f"{outer}/{declared.name}" if outer else declared.name

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from gitreduce.core.current import Current, Unit, delete_units, opening_deletions
-from gitreduce.core.pass_runner import Pass, run_pass, skipped
+from gitreduce.core.pass_runner import Pass, pass_label, run_pass, skipped
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.aliases import alias_candidates, alias_declarations
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
@@ -382,6 +382,7 @@ def _first_batch_of(
     remaining = [declared for declared in passes if not skipped(declared, program.current)]
     if not remaining:
         return then
+    outer = program.current.label  # while no pass of `passes` runs: the one they run in
 
     def lookahead() -> Iterator[bytes]:
         for declared in remaining:
@@ -390,8 +391,10 @@ def _first_batch_of(
             if declared.first_batch is None:
                 return
             empty = True
+            label = pass_label(declared, outer)
             for candidate in declared.first_batch(program):
                 empty = False
+                program.current.engine.announce(label)  # its test counts for its own pass
                 yield candidate
             if not empty or not declared.idle_if_first_empty:
                 return

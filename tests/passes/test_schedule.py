@@ -568,10 +568,10 @@ int main(void) {
 
 def _grouped(
     passes: list[Pass[Program]], skipped: tuple[str, ...] = ()
-) -> tuple[bytes, list[bytes], int]:
+) -> tuple[bytes, list[bytes], int, dict[str, int]]:
     """The text `passes` leave of GROUPS_PROGRAM at one job, the tests in the order they
-    ran and how many jobs the main thread handed to the pool. Each test takes 20 ms and
-    says when it runs, as the oracle's do."""
+    ran, how many jobs the main thread handed to the pool and the tests each pass counted.
+    Each test takes 20 ms and says when it runs, as the oracle's do."""
     tests: list[bytes] = []
 
     def run(text: bytes) -> Outcome:
@@ -599,7 +599,7 @@ def _grouped(
         _in_order(Program.of(current), passes)
     finally:
         engine.close()
-    return current.text, tests, len(hand_offs)
+    return current.text, tests, len(hand_offs), engine.stats.by_pass
 
 
 def test_a_pass_ending_hands_its_idle_job_the_next_passs_first_test():
@@ -608,13 +608,28 @@ def test_a_pass_ending_hands_its_idle_job_the_next_passs_first_test():
     lookahead), so the main thread hands fewer jobs to the pool. The tests, their order
     and the result are those of passes that declare no first batch."""
     passes = [declared for declared in ROUND if declared.name in _GROUP_PASSES]
-    text, tests, hand_offs = _grouped(passes)
-    plain_text, plain_tests, plain_hand_offs = _grouped(
+    text, tests, hand_offs, _ = _grouped(passes)
+    plain_text, plain_tests, plain_hand_offs, _ = _grouped(
         [replace(declared, first_batch=None) for declared in passes]
     )
     assert (text, tests) == (plain_text, plain_tests)
     assert len(text) < len(GROUPS_PROGRAM)
     assert hand_offs < plain_hand_offs
+
+
+@pytest.mark.parametrize("nest", [False, True])
+def test_a_warm_up_counts_for_the_pass_whose_candidate_it_tests(nest):
+    """A pass's last batch queues the next pass's first candidate, which the job tests once
+    the batch's last test refuses: that test counts for the pass the candidate is
+    from (`min-commonality/parameters` inside MinCommonality), so the per-pass
+    profile reads as it does for passes that declare no first batch. It used to count
+    for the pass that queued it."""
+    passes = [declared for declared in ROUND if declared.name in _GROUP_PASSES]
+    plain = [replace(declared, first_batch=None) for declared in passes]
+    wrap = _nested if nest else list
+    by_pass = _grouped(wrap(passes))[3]
+    assert by_pass == _grouped(wrap(plain))[3]
+    assert len(by_pass) >= 3, by_pass
 
 
 def _nested(passes: list[Pass[Program]]) -> list[Pass[Program]]:
