@@ -35,7 +35,8 @@ A batch's main thread waits on its own judgements, yet a job can come free
 while none of them ends: a judgement starts waiting on another's identical
 test, a warm-up or a test beside another ends, `set_jobs` widens the engine.
 Each of these wakes it (`Jobs.watch_for_free`), so the next candidate starts
-at once rather than when one of the batch's own judgements happens to end.
+at once rather than when one of the batch's own judgements happens to end; so
+does a judgement whose first test passed, a likelier winner to bet on.
 
 What a candidate's cheap checks and tests know, and which cached verdicts may
 decide it, is `core/memo.py`, the engine's base.
@@ -197,6 +198,7 @@ class Engine(VerdictMemo):
         a refusal (or for the batch's main thread, should none); `first`: ahead of the
         queue."""
         ticket = tickets.Ticket()
+        ticket.on_pass = self._wake  # a first test passed: the odds of a bet on it changed
 
         def labelled() -> bool:
             self._context.label = label
@@ -210,6 +212,11 @@ class Engine(VerdictMemo):
             else:
                 self._jobs.start_locked(job)
         return job
+
+    def _wake(self) -> None:
+        """Wake the batch's main thread to look at its jobs again (`Jobs.watch_for_free`)."""
+        with self._lock:
+            self._jobs.free_locked()
 
     def test_beside(self, text: bytes, accepts: Accepts) -> tickets.Ticket | None:
         """Run the test of `text` in a job nobody needs; None when there will be none.
@@ -630,7 +637,7 @@ class Engine(VerdictMemo):
                 job = running.pop(index)
                 known[index] = job.future.result()
                 with self._lock:  # workers read the odds too (`bet_preferred_locked`)
-                    self._speculation.record(job.seconds, known[index])
+                    self._speculation.record(job, known[index])
                 if not known[index]:
                     self._speculation.lost(index)
                 elif earliest_success is None or index < earliest_success:

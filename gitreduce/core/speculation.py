@@ -9,7 +9,13 @@ batch's end only the warm-ups made for the answer it gave are kept
 (`settle`); a candidate that loses takes its bets with it (`lost`).
 
 When to bet comes from `core/odds.py`: once the oldest candidate has run so
-long that, of the recent judgements that ran as long, more won than lost.
+long that, of the recent judgements that ran as long, more won than lost; or,
+for a judgement of two tests whose first passed (a pair's seed, then its
+variant: `tickets.passed_one`), once it has run so long since that, of the
+recent judgements that got as far and ran on as long, more won than lost. On
+rustc's pair, 12 of the 13 candidates whose first test passed in the
+variant's repair won, and 23 of 49 in MinCommonality: where passing the
+first test says little, those odds say so, and nothing changes.
 The engine (docs/architecture.md, "Warm-ups" and "Bets") decides what to
 start; this module only keeps what was started and answers when to bet.
 """
@@ -61,6 +67,8 @@ class Speculation:
     def __init__(self) -> None:
         self.warm_ups: list[WarmUp] = []
         self._odds = Odds()
+        # the judgements a first test passed, by how long they ran on from there
+        self._odds_once_passed = Odds()
         # the running candidate the batch would bet on, while its caller says what follows
         self.target: Job | None = None
 
@@ -110,24 +118,30 @@ class Speculation:
             warm.job.ticket.abandon()
             self.warm_ups.remove(warm)
 
-    def record(self, seconds: float, won: bool) -> None:
-        """A judgement of the batch ended after `seconds`, winning or not."""
-        self._odds.record(seconds, won)
+    def record(self, job: Job, won: bool) -> None:
+        """A judgement of the batch ended (`job`, done), winning or not."""
+        self._odds.record(job.seconds, won)
+        if job.ticket.passed_at:
+            self._odds_once_passed.record(job.ended - job.ticket.passed_at, won)
 
     def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
         running), more likely wins than loses and has something left to bet on."""
-        elapsed = _running_for(bet, index, job)
-        return elapsed is not None and self._odds.favour_success(elapsed)
+        turn = self.when_to_bet(bet, index, job)
+        return turn is not None and turn <= time.monotonic()
 
     def when_to_bet(
         self, bet: Bet | None, index: int, job: Job | None, margin: float = 1.0
     ) -> float | None:
         """When, if it is still running then, the oldest candidate `index` (judged by
-        `job`) becomes the better bet to win (by `margin`); None if it will not."""
-        elapsed = _running_for(bet, index, job)
-        turn = None if elapsed is None else self._odds.when_success_favoured(elapsed, margin)
-        return None if turn is None or job is None else job.started + turn
+        `job`) becomes the better bet to win (by `margin`), by how long it has run or,
+        once its first test passed, by how long it has run since; None if it will not."""
+        if job is None or _running_for(bet, index, job) is None:
+            return None
+        return _earliest(
+            _turn(self._odds, job.started, margin),
+            _turn(self._odds_once_passed, job.ticket.passed_at, margin),
+        )
 
     @staticmethod
     def preemptible(running: dict[int, Job], oldest: int) -> int | None:
@@ -150,7 +164,11 @@ class Speculation:
         target = self.target
         if target is None or target is ended or not target.started or target.future.done():
             return False
-        return self._odds.favour_success(time.monotonic() - target.started)
+        turn = _earliest(
+            _turn(self._odds, target.started),
+            _turn(self._odds_once_passed, target.ticket.passed_at),
+        )
+        return turn is not None and turn <= time.monotonic()
 
 
 def _running_for(bet: Bet | None, index: int, job: Job | None) -> float | None:
@@ -159,6 +177,19 @@ def _running_for(bet: Bet | None, index: int, job: Job | None) -> float | None:
     if job is None or not job.started or (bet is not None and bet.index == index and bet.exhausted):
         return None
     return time.monotonic() - job.started
+
+
+def _turn(odds: Odds, since: float, margin: float = 1.0) -> float | None:
+    """The moment a judgement running `since` then (0: not begun, or no such moment)
+    becomes the better bet by `odds`; None if it will not."""
+    if not since:
+        return None
+    turn = odds.when_success_favoured(time.monotonic() - since, margin)
+    return None if turn is None else since + turn
+
+
+def _earliest(*moments: float | None) -> float | None:
+    return min((moment for moment in moments if moment is not None), default=None)
 
 
 def judging_later(running: dict[int, Job], oldest: int) -> list[int]:

@@ -13,12 +13,16 @@ nothing is cached for it, and which candidate wins never depends on it.
 
 The ticket travels with the worker thread (`holding`), so the layers between
 the engine and the oracle (the judge, the cache's recording wrapper, the
-repeat rule) need not pass it along.
+repeat rule) need not pass it along. A judgement of several tests (a pair's
+seed and variant) also says through it when one passed with another to come
+(`passed_one`): most such judgements that get that far win, which the
+engine's bets weigh (`core/speculation.py`).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -39,6 +43,10 @@ class Ticket:
         self._under_way = threading.Event()
         self._ended = threading.Event()
         self._tested = False
+        # when a test of the judgement last passed with another still to run (0: none did)
+        self.passed_at = 0.0
+        # called, in the judgement's thread, when that happens: the engine weighs it at once
+        self.on_pass: Callable[[], None] | None = None
 
     @property
     def abandoned(self) -> bool:
@@ -117,6 +125,16 @@ def test_under_way() -> None:
     ticket = current()
     if ticket is not None:
         ticket.testing()
+
+
+def passed_one() -> None:
+    """Tell this thread's judgement, if any, that one of its tests passed and another
+    follows: from now on it is a judgement that got that far (`Ticket.passed_at`)."""
+    ticket = current()
+    if ticket is not None:
+        ticket.passed_at = time.monotonic()
+        if ticket.on_pass is not None:
+            ticket.on_pass()
 
 
 def check() -> None:

@@ -212,10 +212,14 @@ class PairJudge:
         return None
 
     def _passes(self, checks: list[tuple[bool, bytes, Callable[[Outcome], bool]]]) -> bool:
-        for is_seed, text, ok in checks:
+        """Each check in turn; a pass with a check still to come is said to the judgement's
+        ticket (`tickets.passed_one`), for the engine's bets."""
+        for position, (is_seed, text, ok) in enumerate(checks):
             if not ok(self._engine.outcome(text, ok)):
                 self._refusals.count(is_seed)
                 return False
+            if position < len(checks) - 1:
+                tickets.passed_one()
         return True
 
 

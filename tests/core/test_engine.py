@@ -958,6 +958,59 @@ def test_no_spinning_while_the_likely_winner_has_nothing_to_stop_a_test_for(make
     assert waits < 50, waits
 
 
+class TwoTests:
+    """A judgement of two tests, as a pair's seed and variant: `A:` and the candidate, then,
+    if that said bad, `B:` and it, which must say bad too; it says when the first passed."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def quick(self, candidate: bytes) -> bool | None:
+        return None
+
+    def full(self, candidate: bytes) -> bool:
+        if not is_bad(self.engine.outcome(b"A:" + candidate, is_bad)):
+            return False
+        tickets.passed_one()
+        return is_bad(self.engine.outcome(b"B:" + candidate, is_bad))
+
+
+def test_a_bet_takes_a_job_once_the_oldests_first_test_passed_where_such_ones_won(make_engine):
+    """Taught that a judgement whose first test passed won every time, while the time a
+    judgement runs tells nothing (losers ran longest): once the oldest candidate's first
+    test passes, the later candidate's test is stopped and its job tests what follows the
+    oldest's win; the oldest's second test holds until then. Before, a bet went by the
+    time run alone, and none was made."""
+    bet_started = threading.Event()
+
+    def run(text: bytes) -> Outcome:
+        tickets.test_under_way()
+        if text.startswith(b"A:lose"):
+            time.sleep(0.3)
+        elif text.startswith(b"B:win"):
+            time.sleep(0.05)
+        elif text == b"A:later":
+            run_until_abandoned()
+        elif text == b"B:slow!":
+            assert bet_started.wait(5), "no bet once the oldest's first test passed"
+        elif text == b"A:next":
+            bet_started.set()
+        return Recorder()(text)
+
+    engine = make_engine(run, jobs=2)
+    judge = TwoTests(engine)
+    for lesson in range(5):
+        batch = [b"lose %d" % lesson, b"win %d!" % lesson]
+        assert engine.first_judged(batch, judge, label="t") == (1, batch[1])
+    found = engine.first_judged(
+        [b"slow!", b"later"], judge, label="t", after=lambda index: [b"next"]
+    )
+    assert found == (0, b"slow!")
+    assert engine.stats.preempted_for_bets == 1
+    wait_idle(engine)
+    assert engine.cache.get(blob_id(b"A:later")) is None
+
+
 def judged_slow_then_won(make_engine, run) -> Engine:
     """A two-job engine that judged [slow, won!] with `run`, `next` following either's
     win; the answer is `won!`."""
