@@ -127,8 +127,15 @@ class Speculation:
     def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
         running), more likely wins than loses and has something left to bet on."""
-        turn = self.when_to_bet(bet, index, job)
-        return turn is not None and turn <= time.monotonic()
+        return job is not None and _running_for(bet, index, job) is not None and self._favoured(job)
+
+    def _favoured(self, job: Job) -> bool:
+        """Whether the judgement `job` runs is now likelier to win than to lose, by how long
+        it has run or, once its first test passed, by how long it has run since."""
+        now, passed = time.monotonic(), job.ticket.passed_at
+        return self._odds.favour_success(now - job.started) or (
+            passed > 0 and self._odds_once_passed.favour_success(now - passed)
+        )
 
     def when_to_bet(
         self, bet: Bet | None, index: int, job: Job | None, margin: float = 1.0
@@ -138,10 +145,11 @@ class Speculation:
         once its first test passed, by how long it has run since; None if it will not."""
         if job is None or _running_for(bet, index, job) is None:
             return None
-        return _earliest(
+        turns = (
             _turn(self._odds, job.started, margin),
             _turn(self._odds_once_passed, job.ticket.passed_at, margin),
         )
+        return min((turn for turn in turns if turn is not None), default=None)
 
     @staticmethod
     def preemptible(running: dict[int, Job], oldest: int) -> int | None:
@@ -164,11 +172,7 @@ class Speculation:
         target = self.target
         if target is None or target is ended or not target.started or target.future.done():
             return False
-        turn = _earliest(
-            _turn(self._odds, target.started),
-            _turn(self._odds_once_passed, target.ticket.passed_at),
-        )
-        return turn is not None and turn <= time.monotonic()
+        return self._favoured(target)
 
 
 def _running_for(bet: Bet | None, index: int, job: Job | None) -> float | None:
@@ -186,10 +190,6 @@ def _turn(odds: Odds, since: float, margin: float = 1.0) -> float | None:
         return None
     turn = odds.when_success_favoured(time.monotonic() - since, margin)
     return None if turn is None else since + turn
-
-
-def _earliest(*moments: float | None) -> float | None:
-    return min((moment for moment in moments if moment is not None), default=None)
 
 
 def judging_later(running: dict[int, Job], oldest: int) -> list[int]:
