@@ -70,7 +70,9 @@ class _StatusLine:
 
     def _show(self, line: str) -> None:
         if not self._live:
-            self._console.print(line, highlight=False)
+            # plain text: markup and emoji codes would be misread, and rich's emoji table
+            # loaded for the first line (2.3 ms, while no test runs yet)
+            self._console.print(line, highlight=False, markup=False, emoji=False)
         elif self._status is None:
             self._status = self._console.status(line)
             self._status.start()

@@ -277,6 +277,16 @@ def test_single_file_progress_shows_the_share_of_the_original(
     ]
 
 
+def test_a_progress_line_off_a_terminal_is_printed_as_plain_text() -> None:
+    """Off a terminal the line goes out as it is: brackets and colons in it are not read
+    as markup or emoji codes."""
+    out = io.StringIO()
+    printer = ProgressPrinter(Console(file=out, width=200))
+    engine = SimpleNamespace(stats=Stats(tests_run=1))
+    printer(SimpleNamespace(tokens=10, engine=engine, label="[b]tree[/b]:smile:"))
+    assert out.getvalue().rstrip().endswith("pass [b]tree[/b]:smile:")
+
+
 # -- end to end: the real CLI on a pipe and on a terminal -----------------------------
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
