@@ -127,7 +127,7 @@ class Speculation:
     def worth_making(self, bet: Bet | None, index: int, job: Job | None) -> bool:
         """Whether the batch's oldest candidate, `index`, judged by `job` (None: not
         running), more likely wins than loses and has something left to bet on."""
-        return job is not None and _running_for(bet, index, job) is not None and self._favoured(job)
+        return job is not None and _open_to_bets(bet, index, job) and self._favoured(job)
 
     def _favoured(self, job: Job) -> bool:
         """Whether the judgement `job` runs is now likelier to win than to lose, by how long
@@ -143,7 +143,7 @@ class Speculation:
         """When, if it is still running then, the oldest candidate `index` (judged by
         `job`) becomes the better bet to win (by `margin`), by how long it has run or,
         once its first test passed, by how long it has run since; None if it will not."""
-        if job is None or _running_for(bet, index, job) is None:
+        if job is None or not _open_to_bets(bet, index, job):
             return None
         turns = (
             _turn(self._odds, job.started, margin),
@@ -175,12 +175,10 @@ class Speculation:
         return self._favoured(target)
 
 
-def _running_for(bet: Bet | None, index: int, job: Job | None) -> float | None:
-    """How long `job`, judging the batch's oldest candidate `index`, has run; None when it
-    is not running or everything to bet on after it was read (`bet`)."""
-    if job is None or not job.started or (bet is not None and bet.index == index and bet.exhausted):
-        return None
-    return time.monotonic() - job.started
+def _open_to_bets(bet: Bet | None, index: int, job: Job) -> bool:
+    """Whether `job`, judging the batch's oldest candidate `index`, is running with
+    something left to bet on after it (`bet` not read out)."""
+    return bool(job.started) and not (bet is not None and bet.index == index and bet.exhausted)
 
 
 def _turn(odds: Odds, since: float, margin: float = 1.0) -> float | None:
