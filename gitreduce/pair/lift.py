@@ -28,9 +28,9 @@ lifted pair's token diff is built by the lift, not searched (see `_Output`).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gitreduce.lang.grammars import Grammar
 from gitreduce.pair.alignment import Alignment, Hunk, diff_ops
@@ -104,6 +104,74 @@ def diffed_origins(variant: TokenList, reduced: TokenList) -> list[int]:
     return Alignment(variant, reduced).variant_to_seed
 
 
+# The indentation a seed line goes to, given the one it had in the original
+Shift = Callable[[bytes], bytes]
+
+
+def _indentation(tokens: TokenList, index: int) -> bytes | None:
+    """The white space token `index` starts its line after; None where it does not start
+    a line (or a comment comes first on it)."""
+    trivia = tokens.text[tokens.leads[index] : tokens.starts[index]]
+    line = trivia.rfind(b"\n")
+    if line < 0 and tokens.leads[index] > 0:
+        return None
+    indentation = trivia[line + 1 :]
+    return None if indentation.strip() else indentation
+
+
+def _shifted(tokens: TokenList, index: int, shift: Shift) -> bytes:
+    """Token `index` with its trivia, its line's indentation shifted if it starts one."""
+    text = tokens.text
+    trivia = text[tokens.leads[index] : tokens.starts[index]]
+    indentation = _indentation(tokens, index)
+    if indentation is not None:
+        trivia = trivia[: len(trivia) - len(indentation)] + shift(indentation)
+    return trivia + text[tokens.starts[index] : tokens.ends[index]]
+
+
+class _Margins:
+    """Where the reduction moved lines sideways, read off the kept variant tokens that
+    start a line before and after it.
+
+    A body hoisted out of the statement around it goes back to that statement's
+    column (in Python it must: `passes/tree.py`), while a seed line the lift puts
+    among its lines kept the column it had in the original: in Python an
+    IndentationError, so the lifted seed was refused and the variant's sweeps
+    stopped there (on a 12,000-token Python pair, at 2,900 tokens where the variant
+    alone went on to one). So a seed line moves as its kept neighbours moved.
+    """
+
+    def __init__(self, variant: TokenList, reduced: TokenList, kept: list[int]) -> None:
+        self._at: list[int] = []  # variant indices of kept tokens that start a line
+        self._moves: list[tuple[bytes, bytes]] = []  # their indentation, original and now
+        for index, now in enumerate(kept):
+            if now < 0:
+                continue
+            before, after = _indentation(variant, index), _indentation(reduced, now)
+            if before is not None and after is not None:
+                self._at.append(index)
+                self._moves.append((before, after))
+
+    def shift(self, position: int) -> Shift | None:
+        """How seed lines put in at variant position `position` move: as the nearest kept
+        line at or after it, or the one before, whichever's indentation theirs extends
+        (the innermost block they share), the one after where both fit; None where
+        neither moved."""
+        after = bisect_left(self._at, position)
+        moves = [self._moves[at] for at in (after, after - 1) if 0 <= at < len(self._moves)]
+        if all(before == now for before, now in moves):
+            return None
+
+        def shift(indentation: bytes) -> bytes:
+            fitting = [move for move in moves if indentation.startswith(move[0])]
+            if not fitting:
+                return indentation
+            before, now = max(fitting, key=lambda move: len(move[0]))
+            return now + indentation[len(before) :]
+
+        return shift
+
+
 class _Output:
     """The lifted seed's tokens, each with the trivia before it; where a joint needs
     `join`'s check (only between tokens that were not neighbours in one source); and
@@ -125,12 +193,19 @@ class _Output:
         self._own: list[bytes] = []  # seed tokens taken since the last common one
         self._common = -1  # the reduced variant's last common token
 
-    def take(self, tokens: TokenList, start: int, end: int) -> None:
+    def take(self, tokens: TokenList, start: int, end: int, shift: Shift | None = None) -> None:
+        """Tokens `start` to `end` with their trivia; `shift`: the indentation each of them
+        that starts a line goes to, given the one it had."""
         if start >= end:
             return
         text, starts, leads, ends = tokens.text, tokens.starts, tokens.leads, tokens.ends
         self.gaps.append(self._after != (id(tokens), start))
-        self.chunks.append(text[leads[start] : ends[end - 1]])
+        if shift is None:
+            self.chunks.append(text[leads[start] : ends[end - 1]])
+        else:
+            self.chunks.append(
+                b"".join(_shifted(tokens, index, shift) for index in range(start, end))
+            )
         self._after = (id(tokens), end)
         self.tokens += end - start
         if tokens is not self._reduced:
@@ -213,13 +288,14 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
     for hunk in pair.hunks:
         if hunk.variant_start == hunk.variant_end:
             insertions[hunk.variant_start].append(hunk)
+    margins = _Margins(variant, reduced, kept)
     out = _Output(reduced)
     variant_hunk = pair.variant_hunk
     index = 0
     while True:
         for hunk in insertions.get(index, ()):
             if survives(index - 1) and survives(index):
-                out.take(seed, hunk.seed_start, hunk.seed_end)
+                out.take(seed, hunk.seed_start, hunk.seed_end, margins.shift(index))
         changed = variant_hunk[index] if index < count else -1
         if changed < 0:
             for written in introduced.get(index, ()):
@@ -231,7 +307,7 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
             if index == hunk.variant_start and any(
                 kept[i] >= 0 for i in range(hunk.variant_start, hunk.variant_end)
             ):
-                out.take(seed, hunk.seed_start, hunk.seed_end)
+                out.take(seed, hunk.seed_start, hunk.seed_end, margins.shift(index))
         elif kept[index] >= 0:
             # the run of kept tokens from here that nothing else comes between, at once
             end = index + 1

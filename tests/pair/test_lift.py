@@ -110,6 +110,26 @@ def test_tokens_the_reduction_introduced_stay_and_tokens_never_glue() -> None:
     assert lifted(seed, variant, reduced) == b"int f(int x) { return 0 + x++; }\n"
 
 
+def test_a_seed_line_goes_where_a_hoist_moved_its_neighbours() -> None:
+    """The variant's reduction took a method out of its class, dedenting its lines (as the
+    tree pass hoists a Python body); the line the fuzzer deleted from it comes back at
+    the column its neighbours moved to, and the lifted seed is Python. A deeper line
+    keeps its depth inside them; lines nothing moved stay where they were."""
+    python = grammars.load("python")
+    seed = (
+        b"class A:\n    def f(self):\n        if self:\n            self.g()\n"
+        b"        self.h()\n        return 1\nx = 2\ny = 3\n"
+    )
+    variant = b"class A:\n    def f(self):\n        self.h()\n        return 1\ny = 3\n"
+    reduced = b"def f(self):\n    self.h()\n    return 1\ny = 3\n"
+    pair, tokens = Alignment.of(seed, variant, python), tokenize(reduced, python)
+    result = lift(pair, tokens, diffed_origins(pair.variant, tokens)).text
+    assert result == (
+        b"def f(self):\n    if self:\n        self.g()\n    self.h()\n    return 1\nx = 2\ny = 3\n"
+    )
+    compile(result, "lifted.py", "exec")
+
+
 # --- the pass ------------------------------------------------------------------------------
 
 
