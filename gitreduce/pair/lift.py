@@ -108,28 +108,28 @@ def diffed_origins(variant: TokenList, reduced: TokenList) -> list[int]:
 Shift = Callable[[bytes], bytes]
 
 
-def _indentation(tokens: TokenList, index: int) -> bytes | None:
+def indentation(tokens: TokenList, index: int) -> bytes | None:
     """The white space token `index` starts its line after; None where it does not start
     a line (or a comment comes first on it)."""
     trivia = tokens.text[tokens.leads[index] : tokens.starts[index]]
     line = trivia.rfind(b"\n")
     if line < 0 and tokens.leads[index] > 0:
         return None
-    indentation = trivia[line + 1 :]
-    return None if indentation.strip() else indentation
+    white = trivia[line + 1 :]
+    return None if white.strip() else white
 
 
 def _shifted(tokens: TokenList, index: int, shift: Shift) -> bytes:
     """Token `index` with its trivia, its line's indentation shifted if it starts one."""
     text = tokens.text
     trivia = text[tokens.leads[index] : tokens.starts[index]]
-    indentation = _indentation(tokens, index)
-    if indentation is not None:
-        trivia = trivia[: len(trivia) - len(indentation)] + shift(indentation)
+    white = indentation(tokens, index)
+    if white is not None:
+        trivia = trivia[: len(trivia) - len(white)] + shift(white)
     return trivia + text[tokens.starts[index] : tokens.ends[index]]
 
 
-class _Margins:
+class Margins:
     """Where the reduction moved lines sideways, read off the kept variant tokens that
     start a line before and after it.
 
@@ -138,36 +138,38 @@ class _Margins:
     among its lines kept the column it had in the original: in Python an
     IndentationError, so the lifted seed was refused and the variant's sweeps
     stopped there (on a 12,000-token Python pair, at 2,900 tokens where the variant
-    alone went on to one). So a seed line moves as its kept neighbours moved.
+    alone went on to one). So a line put back moves as its kept neighbours moved.
     """
 
-    def __init__(self, variant: TokenList, reduced: TokenList, kept: list[int]) -> None:
-        self._at: list[int] = []  # variant indices of kept tokens that start a line
-        self._moves: list[tuple[bytes, bytes]] = []  # their indentation, original and now
-        for index, now in enumerate(kept):
-            if now < 0:
+    def __init__(self, variant: TokenList, reduced: TokenList, origins: list[int]) -> None:
+        """`origins`: per token of `reduced`, the variant token it is (-1: written)."""
+        moves = []  # (variant index, its indentation in the original, in `reduced`)
+        for now, origin in enumerate(origins):
+            if origin < 0:
                 continue
-            before, after = _indentation(variant, index), _indentation(reduced, now)
+            before, after = indentation(variant, origin), indentation(reduced, now)
             if before is not None and after is not None:
-                self._at.append(index)
-                self._moves.append((before, after))
+                moves.append((origin, before, after))
+        moves.sort()
+        self._at = [origin for origin, _, _ in moves]  # kept tokens that start a line
+        self._moves = [(before, after) for _, before, after in moves]
 
     def shift(self, position: int) -> Shift | None:
-        """How seed lines put in at variant position `position` move: as the nearest kept
-        line at or after it, or the one before, whichever's indentation theirs extends
-        (the innermost block they share), the one after where both fit; None where
-        neither moved."""
+        """How lines put in at variant position `position` move: as the nearest kept line
+        at or after it, or the one before, whichever's indentation theirs extends (the
+        innermost block they share), the one after where both fit; None where neither
+        moved. A kept line's own is where the reduction put it."""
         after = bisect_left(self._at, position)
         moves = [self._moves[at] for at in (after, after - 1) if 0 <= at < len(self._moves)]
         if all(before == now for before, now in moves):
             return None
 
-        def shift(indentation: bytes) -> bytes:
-            fitting = [move for move in moves if indentation.startswith(move[0])]
+        def shift(white: bytes) -> bytes:
+            fitting = [move for move in moves if white.startswith(move[0])]
             if not fitting:
-                return indentation
+                return white
             before, now = max(fitting, key=lambda move: len(move[0]))
-            return now + indentation[len(before) :]
+            return now + white[len(before) :]
 
         return shift
 
@@ -288,7 +290,7 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
     for hunk in pair.hunks:
         if hunk.variant_start == hunk.variant_end:
             insertions[hunk.variant_start].append(hunk)
-    margins = _Margins(variant, reduced, kept)
+    margins = Margins(variant, reduced, origins)
     out = _Output(reduced)
     variant_hunk = pair.variant_hunk
     index = 0

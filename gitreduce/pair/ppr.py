@@ -373,7 +373,7 @@ def variant_first(current: PairCurrent) -> bool:
         newest = len(history) - 1
         if not checking:
             current.repaired = _repair(
-                current.syntax, base, origins_of(newest)[1], first_lifting, variant_parses
+                current.syntax, base, origins_of(newest), first_lifting, variant_parses
             )
             return current.repaired
         if known == newest or lifted(newest):
@@ -412,13 +412,13 @@ _SMALLEST_SPLIT = 6
 def _repair(
     syntax: Syntax,
     base: Alignment,
-    origins: list[int],
+    reduced: Made,
     first_lifting: FirstLifting,
     variant_parses: Callable[[bytes], bool],
 ) -> bool:
     """Whether putting back deleted pieces of the original variant into the reduced one
     gave a pair whose seed, lifted to it, passes (it became the pair)."""
-    restoration = Restoration(base.variant, origins)
+    restoration = Restoration(base.variant, *reduced)
     tree = parse_tokens(
         syntax, base.variant.text, list(range(len(base.variant))), base.variant.texts
     )

@@ -26,7 +26,7 @@ from typing import Generic, Protocol, TypeVar
 import tree_sitter
 
 from gitreduce.lang.grammars import Grammar
-from gitreduce.pair.lift import Provenance
+from gitreduce.pair.lift import Margins, Provenance, indentation
 from gitreduce.pair.token_tree import TokenTree
 from gitreduce.pair.tokens import TokenList, join, tokenize
 
@@ -96,10 +96,13 @@ class Restoration:
     them the restoration of every piece is the original variant itself.
     """
 
-    def __init__(self, variant: TokenList, origins: list[int]) -> None:
+    def __init__(self, variant: TokenList, reduced: TokenList, origins: list[int]) -> None:
+        """`origins`: per token of `reduced`, the variant token it is (-1: written)."""
         self._variant = variant
         self._texts = variant.texts()
         self.kept = {origin for origin in origins if origin >= 0}
+        # kept lines stay where the reduction moved them, restored ones move with them
+        self._margins = Margins(variant, reduced, origins)
 
     def text(self, units: Iterable[Unit]) -> bytes:
         """The variant with `units` restored: what its syntax is checked on, before the
@@ -109,27 +112,46 @@ class Restoration:
     def _rendered(self, included: list[int]) -> tuple[bytes, Provenance]:
         """The text of the original tokens `included`, and where its bytes came from."""
         variant = self._variant
-        chunks: list[bytes] = []
-        origins: list[int] = []
+        # each run of consecutive tokens: its parts, the original's bytes from an offset or
+        # (None) a line's indentation moved
+        runs: list[list[tuple[bytes, int | None]]] = []
         run_start = 0
         for at in range(1, len(included) + 1):
             if at == len(included) or included[at] != included[at - 1] + 1:
-                first, last = included[run_start], included[at - 1]
-                origins.append(variant.leads[first])
-                chunks.append(variant.text[origins[-1] : variant.ends[last]])
+                runs.append(self._run(included[run_start], included[at - 1]))
                 run_start = at
-        chunks.append(variant.text[variant.tail :])
-        origins.append(variant.tail)
+        runs.append([(variant.text[variant.tail :], variant.tail)])
+        chunks = [b"".join(part for part, _ in run) for run in runs]
         text = join(chunks)
         # `join` puts a space before a chunk only where two tokens would merge
         segments = []
         position = 0
-        for chunk, origin in zip(chunks, origins, strict=True):
+        for chunk, run in zip(chunks, runs, strict=True):
             if text[position : position + len(chunk)] != chunk:
                 position += 1
-            segments.append((position, position + len(chunk), origin))
-            position += len(chunk)
+            for part, origin in run:
+                if origin is not None:
+                    segments.append((position, position + len(part), origin))
+                position += len(part)
         return text, Provenance(segments)
+
+    def _run(self, first: int, last: int) -> list[tuple[bytes, int | None]]:
+        """Original tokens `first` to `last` with their trivia, as parts: the original's
+        bytes from an offset, and between them the lines' indentation where it moved."""
+        variant = self._variant
+        text = variant.text
+        parts: list[tuple[bytes, int | None]] = []
+        copied = variant.leads[first]
+        for index in range(first, last + 1):
+            white = indentation(variant, index)
+            shift = self._margins.shift(index) if white is not None else None
+            if white is None or shift is None or shift(white) == white:
+                continue
+            cut = variant.starts[index] - len(white)
+            parts += [(text[copied:cut], copied), (shift(white), None)]
+            copied = variant.starts[index]
+        parts.append((text[copied : variant.ends[last]], copied))
+        return parts
 
     def render(self, units: Iterable[Unit], grammar: Grammar | None) -> tuple[TokenList, list[int]]:
         """The variant with `units` restored, and each of its tokens' original index: by

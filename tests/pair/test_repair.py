@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
+from gitreduce.pair.lift import diffed_origins
 from gitreduce.pair.repair import (
     Ahead,
     FirstHolding,
@@ -20,7 +21,7 @@ from gitreduce.pair.repair import (
     restore_fewest,
 )
 from gitreduce.pair.token_tree import parse_tokens
-from gitreduce.pair.tokens import tokenize
+from gitreduce.pair.tokens import TokenList, tokenize
 
 C = grammars.load("c")
 
@@ -35,6 +36,18 @@ int main(void) {
 """
 
 
+def deleted_but(tokens: TokenList, kept: list[int]) -> TokenList:
+    """The reduced variant deleting every token but `kept` with its trivia leaves, token
+    for token (nothing lexed anew)."""
+    text, starts, ends = b"", [], []
+    for index in kept:
+        text += tokens.text[tokens.leads[index] : tokens.starts[index]]
+        starts.append(len(text))
+        text += tokens.token(index)
+        ends.append(len(text))
+    return TokenList(text + tokens.text[tokens.tail :], starts, ends)
+
+
 def pieces(text: bytes, kept_texts: list[bytes]) -> tuple[list[Unit], list[bytes], Restoration]:
     """The units of `text` with the tokens of its last function (`main`, or the last
     eight tokens) whose text is in `kept_texts` kept."""
@@ -44,7 +57,7 @@ def pieces(text: bytes, kept_texts: list[bytes]) -> tuple[list[Unit], list[bytes
     last = texts.index(b"main") - 2 if b"main" in texts else len(texts) - 8
     kept = [index for index, token in enumerate(texts) if index > last and token in kept_texts]
     tree = parse_tokens(Syntax(C, text), text, list(range(len(tokens))), tokens.texts)
-    restoration = Restoration(tokens, kept)
+    restoration = Restoration(tokens, deleted_but(tokens, kept), kept)
     units = [piece.indices for piece in deleted_units(tree, restoration.kept)]
     return units, texts, restoration
 
@@ -202,7 +215,8 @@ def test_inside_a_restored_subtree_only_the_children_needed_come_back() -> None:
     texts = tokens.texts()
     tree = parse_tokens(Syntax(C, text), text, list(range(len(tokens))), tokens.texts)
     main = texts.index(b"main")
-    restoration = Restoration(tokens, list(range(main - 1, len(tokens))))
+    kept = list(range(main - 1, len(tokens)))
+    restoration = Restoration(tokens, deleted_but(tokens, kept), kept)
     units = deleted_units(tree, restoration.kept)
 
     def holds(chosen: list[Unit]) -> bool:
@@ -232,7 +246,7 @@ def test_tokens_lexed_anew_where_runs_join_are_matched_by_their_bytes() -> None:
     tokens = tokenize(b"fn f() { let a: Vec<Vec<u8>> = x >> 2; }\n", rust)
     texts = tokens.texts()
     kept = [index for index in range(len(tokens)) if texts[index] not in (b"{", b"let", b"a")]
-    rendered, origins = Restoration(tokens, kept).render([], rust)
+    rendered, origins = Restoration(tokens, deleted_but(tokens, kept), kept).render([], rust)
     assert len(rendered) == len(kept)
     for token, origin in zip(rendered.texts(), origins, strict=True):
         if origin >= 0:
@@ -244,3 +258,26 @@ def test_tokens_lexed_anew_where_runs_join_are_matched_by_their_bytes() -> None:
         b">",
         b">",
     ]
+
+
+def test_kept_lines_stay_where_a_hoist_moved_them_and_restored_ones_join_them() -> None:
+    """The reduction hoisted `a = 1` out of its `if` in Python (dedenting it) and deleted
+    `b = 2`: the restoration renders the kept lines where the reduction put them, and
+    `b = 2` put back goes to its neighbours' new column, so both texts are Python."""
+    python = grammars.load("python")
+    assert python is not None
+    text = b"def f():\n    c = 0\n    if x:\n        a = 1\n        b = 2\n    return c\n"
+    variant = tokenize(text, python)
+    reduced = tokenize(b"def f():\n    c = 0\n    a = 1\n    return c\n", python)
+    restoration = Restoration(variant, reduced, diffed_origins(variant, reduced))
+    assert restoration.text([]) == reduced.text
+    tree = parse_tokens(Syntax(python, text), text, list(range(len(variant))), variant.texts)
+    texts = variant.texts()
+    (second,) = (
+        piece.indices
+        for piece in deleted_units(tree, restoration.kept)
+        if [texts[index] for index in piece.indices] == [b"b", b"=", b"2"]
+    )
+    restored = restoration.text([second])
+    assert restored == b"def f():\n    c = 0\n    a = 1\n    b = 2\n    return c\n"
+    compile(restored, "restored.py", "exec")
