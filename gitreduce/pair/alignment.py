@@ -12,6 +12,8 @@ renders the two programs from that.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from functools import cached_property
 from typing import NamedTuple
 
 import diff_match_patch
@@ -237,6 +239,24 @@ class Alignment:
         )
         self._hunk_seed_ranges = [(hunk.seed_start, hunk.seed_end) for hunk in hunks]
         self._hunk_variant_ranges = [(hunk.variant_start, hunk.variant_end) for hunk in hunks]
+
+    @cached_property
+    def indented_apart(self) -> dict[int, tuple[bytes, bytes, int]]:
+        """The common tokens that start a line in both programs at different indentation:
+        variant index -> (the variant's indentation, the seed's, the hunk that decides
+        which of them a rendering takes). A fuzzer that wraps statements in an `if`
+        re-indents them, and in Python a line is only right at its own side's column."""
+        apart = {}
+        equal_starts = [op.seed_start for op in self.ops if isinstance(op, Equal)]
+        deciders = [decider for op, decider in zip(self.ops, self._governor, strict=True)]
+        positions = [position for position, op in enumerate(self.ops) if isinstance(op, Equal)]
+        for index, ours in self.seed.indentations().items():
+            partner = self.seed_to_variant[index]
+            theirs = self.variant.indentation(partner) if partner >= 0 else None
+            if theirs is not None and theirs != ours:
+                equal = bisect_right(equal_starts, index) - 1
+                apart[partner] = (theirs, ours, deciders[positions[equal]])
+        return apart
 
     @classmethod
     def of(cls, seed: bytes, variant: bytes, grammar: Grammar | None = None) -> Alignment:

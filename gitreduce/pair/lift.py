@@ -104,28 +104,17 @@ def diffed_origins(variant: TokenList, reduced: TokenList) -> list[int]:
     return Alignment(variant, reduced).variant_to_seed
 
 
-# The indentation a seed line goes to, given the one it had in the original
-Shift = Callable[[bytes], bytes]
+# The indentation token i's line goes to, given the one it has
+Moved = Callable[[int, bytes], bytes]
 
 
-def indentation(tokens: TokenList, index: int) -> bytes | None:
-    """The white space token `index` starts its line after; None where it does not start
-    a line (or a comment comes first on it)."""
-    trivia = tokens.text[tokens.leads[index] : tokens.starts[index]]
-    line = trivia.rfind(b"\n")
-    if line < 0 and tokens.leads[index] > 0:
-        return None
-    white = trivia[line + 1 :]
-    return None if white.strip() else white
-
-
-def _shifted(tokens: TokenList, index: int, shift: Shift) -> bytes:
-    """Token `index` with its trivia, its line's indentation shifted if it starts one."""
+def _shifted(tokens: TokenList, index: int, moved: Moved) -> bytes:
+    """Token `index` with its trivia, its line's indentation moved if it starts one."""
     text = tokens.text
     trivia = text[tokens.leads[index] : tokens.starts[index]]
-    white = indentation(tokens, index)
+    white = tokens.indentation(index)
     if white is not None:
-        trivia = trivia[: len(trivia) - len(white)] + shift(white)
+        trivia = trivia[: len(trivia) - len(white)] + moved(index, white)
     return trivia + text[tokens.starts[index] : tokens.ends[index]]
 
 
@@ -144,17 +133,16 @@ class Margins:
     def __init__(self, variant: TokenList, reduced: TokenList, origins: list[int]) -> None:
         """`origins`: per token of `reduced`, the variant token it is (-1: written)."""
         moves = []  # (variant index, its indentation in the original, in `reduced`)
-        for now, origin in enumerate(origins):
-            if origin < 0:
-                continue
-            before, after = indentation(variant, origin), indentation(reduced, now)
-            if before is not None and after is not None:
+        for now, after in reduced.indentations().items():
+            origin = origins[now]
+            before = variant.indentation(origin) if origin >= 0 else None
+            if before is not None:
                 moves.append((origin, before, after))
         moves.sort()
         self._at = [origin for origin, _, _ in moves]  # kept tokens that start a line
         self._moves = [(before, after) for _, before, after in moves]
 
-    def shift(self, position: int) -> Shift | None:
+    def moved(self, position: int) -> Moved | None:
         """How lines put in at variant position `position` move: as the nearest kept line
         at or after it, or the one before, whichever's indentation theirs extends (the
         innermost block they share), the one after where both fit; None where neither
@@ -164,14 +152,25 @@ class Margins:
         if all(before == now for before, now in moves):
             return None
 
-        def shift(white: bytes) -> bytes:
+        def moved(_: int, white: bytes) -> bytes:
             fitting = [move for move in moves if white.startswith(move[0])]
             if not fitting:
                 return white
             before, now = max(fitting, key=lambda move: len(move[0]))
             return now + white[len(before) :]
 
-        return shift
+        return moved
+
+
+def _alike(now: bytes, theirs: bytes, ours: bytes) -> bytes:
+    """The indentation of a seed line whose variant counterpart had `theirs` in the
+    original and has `now` in the reduction, where the seed's had `ours`: `now`, as much
+    deeper or shallower as `ours` was than `theirs` (white space of one kind assumed)."""
+    if ours.startswith(theirs):
+        return now + ours[len(theirs) :]
+    if theirs.startswith(ours):
+        return now[: max(0, len(now) - (len(theirs) - len(ours)))]
+    return now
 
 
 class _Output:
@@ -195,18 +194,18 @@ class _Output:
         self._own: list[bytes] = []  # seed tokens taken since the last common one
         self._common = -1  # the reduced variant's last common token
 
-    def take(self, tokens: TokenList, start: int, end: int, shift: Shift | None = None) -> None:
-        """Tokens `start` to `end` with their trivia; `shift`: the indentation each of them
-        that starts a line goes to, given the one it had."""
+    def take(self, tokens: TokenList, start: int, end: int, moved: Moved | None = None) -> None:
+        """Tokens `start` to `end` with their trivia; `moved`: the indentation each of them
+        that starts a line goes to."""
         if start >= end:
             return
         text, starts, leads, ends = tokens.text, tokens.starts, tokens.leads, tokens.ends
         self.gaps.append(self._after != (id(tokens), start))
-        if shift is None:
+        if moved is None:
             self.chunks.append(text[leads[start] : ends[end - 1]])
         else:
             self.chunks.append(
-                b"".join(_shifted(tokens, index, shift) for index in range(start, end))
+                b"".join(_shifted(tokens, index, moved) for index in range(start, end))
             )
         self._after = (id(tokens), end)
         self.tokens += end - start
@@ -291,13 +290,31 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
         if hunk.variant_start == hunk.variant_end:
             insertions[hunk.variant_start].append(hunk)
     margins = Margins(variant, reduced, origins)
+    apart = pair.indented_apart
+    apart_at = sorted(apart)
+
+    def seed_column(now: int, white: bytes) -> bytes:
+        """A kept common line at the seed's column, moved as far as the reduction moved
+        it, where the change that re-indented it comes back as the seed's version (one
+        the reduction took away took its indentation along: a hoisted `if`)."""
+        columns = apart.get(origins[now])
+        if columns is None or not seeds_version(pair.hunks[columns[2]]):
+            return white
+        return _alike(white, columns[0], columns[1])
+
+    def seeds_version(hunk: Hunk) -> bool:
+        """Whether the lifted seed holds the seed's side of `hunk`."""
+        if hunk.variant_start == hunk.variant_end:
+            return survives(hunk.variant_start - 1) and survives(hunk.variant_start)
+        return any(kept[i] >= 0 for i in range(hunk.variant_start, hunk.variant_end))
+
     out = _Output(reduced)
     variant_hunk = pair.variant_hunk
     index = 0
     while True:
         for hunk in insertions.get(index, ()):
             if survives(index - 1) and survives(index):
-                out.take(seed, hunk.seed_start, hunk.seed_end, margins.shift(index))
+                out.take(seed, hunk.seed_start, hunk.seed_end, margins.moved(index))
         changed = variant_hunk[index] if index < count else -1
         if changed < 0:
             for written in introduced.get(index, ()):
@@ -309,7 +326,7 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
             if index == hunk.variant_start and any(
                 kept[i] >= 0 for i in range(hunk.variant_start, hunk.variant_end)
             ):
-                out.take(seed, hunk.seed_start, hunk.seed_end, margins.shift(index))
+                out.take(seed, hunk.seed_start, hunk.seed_end, margins.moved(index))
         elif kept[index] >= 0:
             # the run of kept tokens from here that nothing else comes between, at once
             end = index + 1
@@ -321,7 +338,9 @@ def lift(pair: Alignment, reduced: TokenList, origins: list[int]) -> Lifted:
                 and end not in introduced
             ):
                 end += 1
-            out.take(reduced, kept[index], kept[end - 1] + 1)
+            between = bisect_left(apart_at, index)
+            apart_here = between < len(apart_at) and apart_at[between] < end
+            out.take(reduced, kept[index], kept[end - 1] + 1, seed_column if apart_here else None)
             index = end
             continue
         index += 1

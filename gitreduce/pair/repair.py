@@ -19,6 +19,7 @@ programs.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, Protocol, TypeVar
@@ -26,7 +27,7 @@ from typing import Generic, Protocol, TypeVar
 import tree_sitter
 
 from gitreduce.lang.grammars import Grammar
-from gitreduce.pair.lift import Margins, Provenance, indentation
+from gitreduce.pair.lift import Margins, Provenance
 from gitreduce.pair.token_tree import TokenTree
 from gitreduce.pair.tokens import TokenList, join, tokenize
 
@@ -103,6 +104,8 @@ class Restoration:
         self.kept = {origin for origin in origins if origin >= 0}
         # kept lines stay where the reduction moved them, restored ones move with them
         self._margins = Margins(variant, reduced, origins)
+        self._lines = variant.indentations()
+        self._line_starts = sorted(self._lines)
 
     def text(self, units: Iterable[Unit]) -> bytes:
         """The variant with `units` restored: what its syntax is checked on, before the
@@ -142,13 +145,15 @@ class Restoration:
         text = variant.text
         parts: list[tuple[bytes, int | None]] = []
         copied = variant.leads[first]
-        for index in range(first, last + 1):
-            white = indentation(variant, index)
-            shift = self._margins.shift(index) if white is not None else None
-            if white is None or shift is None or shift(white) == white:
+        starts = self._line_starts
+        for at in range(bisect_left(starts, first), bisect_right(starts, last)):
+            index = starts[at]
+            white = self._lines[index]
+            moved = self._margins.moved(index)
+            if moved is None or moved(index, white) == white:
                 continue
             cut = variant.starts[index] - len(white)
-            parts += [(text[copied:cut], copied), (shift(white), None)]
+            parts += [(text[copied:cut], copied), (moved(index, white), None)]
             copied = variant.starts[index]
         parts.append((text[copied : variant.ends[last]], copied))
         return parts

@@ -12,7 +12,9 @@ them where their bytes would lex as one token; the byte classes decide where.
 
 from __future__ import annotations
 
+import re
 import threading
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -20,6 +22,9 @@ import tree_sitter
 
 from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import leaf_spans, plain_tokens
+
+# A line break and the white space after it, up to what starts the line
+_LINE_BREAK = re.compile(rb"\n([ \t\f\v\r]*)")
 
 
 class TokenList:
@@ -47,6 +52,31 @@ class TokenList:
 
     def token(self, index: int) -> bytes:
         return self.text[self.starts[index] : self.ends[index]]
+
+    def indentation(self, index: int) -> bytes | None:
+        """The white space token `index` starts its line after; None where it does not
+        start a line (or a comment comes first on it)."""
+        trivia = self.text[self.leads[index] : self.starts[index]]
+        line = trivia.rfind(b"\n")
+        if line < 0 and self.leads[index] > 0:
+            return None
+        white = trivia[line + 1 :]
+        return None if white.strip() else white
+
+    def indentations(self) -> dict[int, bytes]:
+        """`indentation` of every token that starts a line, found by a search for line
+        breaks rather than token by token (a program has far fewer lines than tokens)."""
+        text, starts, ends = self.text, self.starts, self.ends
+        found: dict[int, bytes] = {}
+        if starts and b"\n" not in text[: starts[0]] and not text[: starts[0]].strip():
+            found[0] = text[: starts[0]]
+        for line in _LINE_BREAK.finditer(text):
+            index = bisect_left(starts, line.end())
+            starts_here = index < len(starts) and starts[index] == line.end()
+            # the break in the token's trivia, not inside the token before (a string's)
+            if starts_here and (index == 0 or ends[index - 1] <= line.start()):
+                found[index] = line.group(1)
+        return found
 
     def texts(self) -> list[bytes]:
         text = self.text

@@ -130,6 +130,32 @@ def test_a_seed_line_goes_where_a_hoist_moved_its_neighbours() -> None:
     compile(result, "lifted.py", "exec")
 
 
+def test_lines_a_fuzzer_wrapped_in_an_if_come_back_at_the_seeds_column() -> None:
+    """The variant wraps two statements in `if x:` (so they sit four columns deeper),
+    and the seed unwraps them where the variant once had them wrapped: lifted, a line
+    goes to its seed's column while the wrapping change comes back as the seed's, and
+    stays where the reduction put it once the reduction took the wrapper away."""
+    python = grammars.load("python")
+    plain = b"def f(x):\n    a = 1\n    b = 2\n    return a + b\n"
+    wrapped = b"def f(x):\n    if x:\n        a = 1\n        b = 2\n    return a + b\n"
+
+    def lifted_python(seed: bytes, variant: bytes, reduced: bytes) -> bytes:
+        pair, tokens = Alignment.of(seed, variant, python), tokenize(reduced, python)
+        text = lift(pair, tokens, diffed_origins(pair.variant, tokens)).text
+        compile(text, "lifted.py", "exec")
+        return text
+
+    assert lifted_python(plain, wrapped, wrapped) == plain
+    kept_wrapper = b"def f(x):\n    if x:\n        a = 1\n    return a + b\n"
+    assert lifted_python(plain, wrapped, kept_wrapper) == (
+        b"def f(x):\n    a = 1\n    return a + b\n"
+    )
+    hoisted = b"def f(x):\n    a = 1\n    return a\n"  # the reduction took the `if` away
+    assert lifted_python(plain, wrapped, hoisted) == hoisted
+    unwrapped = b"def f(x):\n    a = 1\n    return a + b\n"
+    assert lifted_python(wrapped, plain, unwrapped) == kept_wrapper
+
+
 # --- the pass ------------------------------------------------------------------------------
 
 

@@ -120,3 +120,25 @@ def test_tokens_of_the_benchmark_cases_are_the_benchmarks(
     seed = tokenize(seed_path.read_bytes(), grammar)
     variant = tokenize(variant_path.read_bytes(), grammar)
     assert (len(seed), len(variant)) == counts
+
+
+def test_the_lines_found_by_their_breaks_are_the_tokens_that_start_a_line() -> None:
+    """`indentations` (a search for line breaks) and `indentation` (token by token) agree,
+    on a Python program with a string over several lines, a comment first on a line, a
+    first token after blank lines and a backslash continuation (a token of its own in
+    Python's grammar, so what follows it does not start a line)."""
+    python = grammars.load("python")
+    text = (
+        b"\n\n  \nx = 1\ndef f():\n    s = '''a\n    b'''\n    # note\n    return s \\\n"
+        b"        + 'c'\n\tif x: pass\n"
+    )
+    tokens = tokenize(text, python)
+    by_token = {i: tokens.indentation(i) for i in range(len(tokens))}
+    assert tokens.indentations() == {i: white for i, white in by_token.items() if white is not None}
+    assert [tokens.token(i) for i in tokens.indentations()] == [
+        b"x",
+        b"def",
+        b"s",
+        b"return",
+        b"if",
+    ]
