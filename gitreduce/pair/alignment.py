@@ -240,6 +240,12 @@ class Alignment:
         self._hunk_seed_ranges = [(hunk.seed_start, hunk.seed_end) for hunk in hunks]
         self._hunk_variant_ranges = [(hunk.variant_start, hunk.variant_end) for hunk in hunks]
 
+    def changed_at(self, offset: int) -> bool:
+        """Whether the variant's byte at `offset` lies in a token of a change (its trivia
+        counts with it)."""
+        token = bisect_right(self.variant.leads, offset) - 1
+        return token >= 0 and offset < self.variant.ends[token] and self.variant_hunk[token] >= 0
+
     @cached_property
     def indented_apart(self) -> dict[int, tuple[bytes, bytes, int]]:
         """The common tokens that start a line in both programs at different indentation:

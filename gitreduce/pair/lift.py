@@ -40,16 +40,27 @@ from gitreduce.pair.tokens import TokenList, join, tokenize
 Segment = tuple[int, int, int]
 
 
-class Provenance:
-    """Which bytes of a reduced variant are the original variant's, and from where."""
+# Hoisted texts looked at, per replacement, for one from a change of the pair
+_MOST_PLACES = 64
 
-    def __init__(self, segments: list[Segment]) -> None:
+
+class Provenance:
+    """Which bytes of a reduced variant are the original variant's, and from where.
+
+    `changed`: whether the original's byte at an offset belongs to a change of the
+    pair, to tell which of several equal texts a hoist kept (see `after`).
+    """
+
+    def __init__(
+        self, segments: list[Segment], changed: Callable[[int], bool] | None = None
+    ) -> None:
         self.segments = segments
         self._starts = [segment[0] for segment in segments]
+        self._changed = changed
 
     @classmethod
-    def original(cls, text: bytes) -> Provenance:
-        return cls([(0, len(text), 0)] if text else [])
+    def original(cls, text: bytes, changed: Callable[[int], bool] | None = None) -> Provenance:
+        return cls([(0, len(text), 0)] if text else [], changed)
 
     def after(self, base: bytes, splices: Iterable[tuple[int, int, bytes]]) -> Provenance:
         """The provenance of `base` (whose provenance this is) with `splices` written:
@@ -61,7 +72,7 @@ class Provenance:
             if start > position:
                 kept.append((position, start, written))
                 written += start - position
-            inner = base.find(replacement, start, end) if replacement.strip() else -1
+            inner = self._hoisted(base, replacement, start, end) if replacement.strip() else -1
             if inner >= 0:
                 kept.append((inner, inner + len(replacement), written))
             written += len(replacement)
@@ -81,7 +92,35 @@ class Provenance:
                     shift = new_start - kept_start
                     segments.append((low + shift, high + shift, origin + low - start))
                 at += 1
-        return Provenance(segments)
+        return Provenance(segments, self._changed)
+
+    def _hoisted(self, base: bytes, replacement: bytes, start: int, end: int) -> int:
+        """Where in `base[start:end]` the hoisted `replacement` came from; -1 if nowhere.
+
+        A hoist offers each distinct text once, so where the range holds it several
+        times (`break;` in a switch and the `break;` a fuzzer put in a function) the
+        candidate does not say which one it kept. The first one from a change of the
+        pair is taken, else the first: the variant's reduction keeps what its failure
+        needs, and that is its changes; taken for the unchanged one, the lift put the
+        `break;` into the seed too, and the seed's test refused it."""
+        first = base.find(replacement, start, end)
+        if self._changed is None:
+            return first
+        at, looked = first, 0
+        while at >= 0 and looked < _MOST_PLACES:
+            origin = self._origin(at)
+            if origin is not None and self._changed(origin):
+                return at
+            at, looked = base.find(replacement, at + 1, end), looked + 1
+        return first
+
+    def _origin(self, offset: int) -> int | None:
+        """The original's offset of this text's byte at `offset`; None for a written one."""
+        at = bisect_right(self._starts, offset) - 1
+        if at < 0 or self.segments[at][1] <= offset:
+            return None
+        segment_start, _, origin = self.segments[at]
+        return origin + offset - segment_start
 
     def origins(self, variant: TokenList, reduced: TokenList) -> list[int]:
         """Per token of `reduced`, the variant token it is (same bytes, same place in the

@@ -251,7 +251,7 @@ def variant_first(current: PairCurrent) -> bool:
     # the newest accepted variant's tokens, from the parse the view already holds
     newest_tokens: dict[int, TokenList] = {}
     # how each accepted variant was made from the original, while its base's is known
-    provenance: dict[bytes, Provenance] = {original: Provenance.original(original)}
+    provenance = {original: Provenance.original(original, base.changed_at)}
     known = -1  # the newest position of `history` whose lift is the pair
     checking = True  # lifts are tried as the sweeps go; not once the very first was refused
     # a lift whose first test runs beside the sweeps: its position, pair and test

@@ -65,6 +65,29 @@ def test_provenance_follows_tokens_through_deletions_and_hoisting() -> None:
     assert original.starts[origins[7]] == variant.index(b"g(); if")  # the second `g`
 
 
+def test_a_hoisted_text_the_range_holds_twice_is_taken_for_the_changed_one() -> None:
+    """The variant adds `if (c) { break; }` after a loop that ends in its own `break;`, and
+    the reduction replaces both statements by `break;`: the same text either way. Told
+    which bytes a change holds, the provenance takes the added one (the one the failure
+    more likely needs), and the seed lifted to it goes without; taken for the loop's, it
+    would be common and stay in the seed."""
+    seed = b"int f(int c) { while (c) { g(); break; } return 0; }\n"
+    variant = b"int f(int c) { while (c) { g(); break; } if (c) { break; } return 0; }\n"
+    hoist = edits.Edit(variant.index(b"while"), variant.index(b" return"), b"break;")
+    reduced = edits.apply(variant, [hoist])
+    assert reduced == b"int f(int c) { break; return 0; }\n"
+    pair, tokens = Alignment.of(seed, variant, C), tokenize(reduced, C)
+    hoisted = tokens.texts().index(b"break")
+    for changed, lifted_seed, start in (
+        (None, reduced, variant.index(b"break")),
+        (pair.changed_at, b"int f(int c) { return 0; }\n", variant.rindex(b"break")),
+    ):
+        made = Provenance.original(variant, changed).after(variant, reduced.splices)
+        origins = made.origins(pair.variant, tokens)
+        assert pair.variant.starts[origins[hoisted]] == start
+        assert lift(pair, tokens, origins).text == lifted_seed
+
+
 def test_the_unreduced_variant_lifts_to_the_seed_byte_for_byte() -> None:
     assert lifted(SEED, VARIANT, VARIANT) == SEED
 
