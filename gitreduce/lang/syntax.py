@@ -249,7 +249,10 @@ class Syntax:
         # changes a tree a pass sees.
         self._passed: deque[tuple[bytes, tree_sitter.Tree]] = deque(maxlen=PASSED_TREES)
         self._acceptable: set[bytes] = set()  # digests of the texts `check` found acceptable
-        self.baseline_errors = self._errors(self._parser.parse(original).root_node)
+        tree = self._parser.parse(original)
+        self.baseline_errors = self._errors(tree.root_node)
+        # the reduction's first `parse` is of the original: this very tree (a full parse)
+        self._original = (original, tree)
 
     def tolerate(self, tree: tree_sitter.Tree) -> None:
         """Accept as many syntax errors as `tree` has from now on (a text the test took
@@ -288,7 +291,11 @@ class Syntax:
         return starts, before
 
     def parse(self, text: bytes) -> Parsed:
-        tree = self.passed_tree(text) or self._parser.parse(text)
+        original, original_tree = self._original
+        if len(text) == len(original) and text == original:
+            tree = original_tree
+        else:
+            tree = self.passed_tree(text) or self._parser.parse(text)
         self._remember(text, tree)
         return Parsed(text, tree, *leaf_spans(tree))
 

@@ -333,6 +333,7 @@ def variant_first(current: PairCurrent) -> bool:
 
     def accepted(reduced: Current) -> None:
         nonlocal ahead, watched
+        current.learn_catalog_aside()  # tests are under way from here on
         settle_ahead()
         history.append(reduced.text)
         newest_tokens.clear()

@@ -30,7 +30,7 @@ from gitreduce.oracle.spec import TestSpec
 from gitreduce.pair import PAIR_ALGORITHMS as PAIR_ALGORITHMS
 from gitreduce.pair import PairAlgorithm
 from gitreduce.pair.alignment import Alignment
-from gitreduce.pair.current import PairCurrent
+from gitreduce.pair.current import PairCurrent, slots_of
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
 from gitreduce.pair.state import PairState
@@ -130,13 +130,17 @@ def reduce_pair_texts(
         raise UserError("the seed and the variant are identical; there is no difference to reduce")
     grammar, warning = resolve_grammar(Path(settings.name), settings.language)
     warnings = [warning] if warning else []
-    syntax = Syntax(grammar, settings.variant) if grammar else None
     spec = pair_spec(settings)
     seed_expected = seed_verdict(settings.polarity)
     # The token diff of two large programs is seconds of Python: computed while the
     # originals' tests calibrate, which mostly wait on the test's processes.
     aligning = ThreadPoolExecutor(1, thread_name_prefix="align")
+    # ... as is the parse of the variant the syntax check starts from
+    parsing = aligning.submit(Syntax, grammar, settings.variant) if grammar else None
     aligned = aligning.submit(Alignment.of, settings.seed, settings.variant, grammar)
+    # ... and so are the slots MinCommonality hoists by (`PairCurrent.catalog`)
+    texts = (settings.seed, settings.variant)
+    learnt = aligning.submit(slots_of, grammar, texts) if grammar is not None else None
     aligning.shutdown(wait=False)
     seed_out, variant_out = settings.seed, settings.variant
 
@@ -160,9 +164,12 @@ def reduce_pair_texts(
         settings.skip_passes,
     ) as run:
         engine = run.engine
+        syntax = parsing.result() if parsing is not None else None
         alignment = aligned.result()
         full = PairState.full(alignment)
-        current = PairCurrent(full, engine, syntax, seed_ok, run.is_interesting, on_change)
+        current = PairCurrent(
+            full, engine, syntax, seed_ok, run.is_interesting, on_change, catalog=learnt
+        )
         if progress is not None:
             progress(current)
         if settings.algorithm == "ppr":

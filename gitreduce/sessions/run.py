@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,18 @@ class _Run(Protocol):
     warnings: list[str]
     branch: str | None
     commits: list[str]
+
+
+Made = TypeVar("Made")
+
+
+def made_aside(make: Callable[[], Made]) -> Future[Made]:
+    """`make()` in a thread of its own: work the reduction needs once the originals are
+    calibrated, done while their tests run (the main thread mostly waits on them)."""
+    aside = ThreadPoolExecutor(1, thread_name_prefix="aside")
+    made = aside.submit(make)
+    aside.shutdown(wait=False)
+    return made
 
 
 def run_figures(run: _Run) -> dict[str, object]:

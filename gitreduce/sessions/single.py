@@ -29,6 +29,7 @@ from gitreduce.sessions.run import (
     Echo,
     calibrated_run,
     default_output,
+    made_aside,
     read_input,
     refuse_overwriting,
     resolve_grammar,
@@ -119,12 +120,8 @@ def reduce_file(
         refuse_overwriting([output], [settings.path])
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
-    syntax = Syntax(grammar, original) if grammar else None
-    if syntax is not None and syntax.baseline_errors:
-        warnings.append(
-            f"{settings.path.name} has {syntax.baseline_errors} syntax error(s) under the "
-            f"{syntax.grammar.name} grammar; candidates may not add more"
-        )
+    # the original's parse (18 ms on 23,000 C tokens) while its test calibrates
+    parsing = made_aside(lambda: Syntax(grammar, original)) if grammar else None
     spec = TestSpec(
         command=settings.test,
         relative_path=settings.path.name,
@@ -148,6 +145,13 @@ def reduce_file(
     with calibrated_run(
         store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
     ) as run:
+        syntax = parsing.result() if parsing is not None else None
+        if syntax is not None and syntax.baseline_errors:
+            warnings.insert(  # where it stood before the calibration's own
+                1 if warning else 0,
+                f"{settings.path.name} has {syntax.baseline_errors} syntax error(s) under the "
+                f"{syntax.grammar.name} grammar; candidates may not add more",
+            )
         current = Current(original, run.engine, syntax, on_change)
         before_tokens = current.tokens
         if progress is not None:

@@ -159,16 +159,29 @@ def test_candidates_of_an_accepted_candidate(name, data):
 @given(data=st.data())
 def test_a_text_the_gate_let_through_parses_to_the_tree_a_full_parse_gives(name, data):
     """`parse` takes the gate's tree of a text it let through (no second parse of the
-    text a pass then adopts), and that tree is the one a fresh parse builds."""
-    syntax = program(name)[0]
+    text a pass then adopts), or for the original itself the tree its baseline was
+    counted on, and that tree is the one a fresh parse builds."""
+    syntax, original, _ = program(name)
     candidate = data.draw(candidates(name))
     passed = syntax.acceptable(candidate, candidate.base, candidate.splices)
     parsed = syntax.parse(bytes(candidate))
     fresh = syntax.grammar.parser().parse(bytes(candidate))
     assert str(parsed.tree.root_node) == str(fresh.root_node)
     assert [leaf.start_byte for leaf in leaves(fresh)] == parsed.token_starts
-    if passed and not fresh.root_node.has_error:
+    if bytes(candidate) == original:
+        assert parsed.tree is syntax.parse(original).tree
+    elif passed and not fresh.root_node.has_error:
         assert any(tree is parsed.tree for _, tree in syntax._passed)
+
+
+def test_the_original_is_parsed_once_for_its_baseline_and_its_first_reduction() -> None:
+    """The tree the baseline's errors were counted on is the one the reduction starts from:
+    the original is not parsed a second time (18 ms on 23,000 C tokens)."""
+    syntax, original, _ = program("c-errors")
+    first = syntax.parse(original)
+    assert first.tree is syntax.parse(bytes(original)).tree
+    fresh = syntax.grammar.parser().parse(original)
+    assert str(first.tree.root_node) == str(fresh.root_node)
 
 
 def test_an_error_before_the_change_is_counted_from_the_parent():

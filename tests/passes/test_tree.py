@@ -21,7 +21,7 @@ from gitreduce.core.current import Current
 from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
-from gitreduce.lang.syntax import Syntax
+from gitreduce.lang.syntax import Parsed, Syntax
 from gitreduce.passes.tree import Catalog, TreeReducer, list_units, operand_units
 
 RETURN_KINDS = {"return_statement", "return_expression"}
@@ -408,3 +408,33 @@ def test_a_sweep_that_shrank_the_text_warms_up_the_next_sweep():
     cold, cold_text = _two_sweeps(warm=False)
     assert warmed < cold
     assert warmed_text == cold_text
+
+
+def test_a_catalog_extended_by_the_text_it_learnt_walks_no_tree_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A first sweep starts from the very text its program's catalog was learnt from: the
+    copy it gets offers the same phrases without a second walk of the tree; a text the
+    reduction changed is learnt as before."""
+    grammar = grammars.load("c")
+    assert grammar is not None
+    text = b"int f(int a) { return a + 1; }\nint g(void) { return f(2) * 3; }\n"
+    syntax = Syntax(grammar, text)
+    original = Catalog(grammar)
+    original.learn(syntax.parse(text))
+    walks: list[bytes] = []
+    learn = Catalog.learn
+
+    def counted(catalog: Catalog, parsed: Parsed, *, phrases: bool = True) -> None:
+        walks.append(parsed.text)
+        learn(catalog, parsed, phrases=phrases)
+
+    monkeypatch.setattr(Catalog, "learn", counted)
+    again = original.extended(syntax.parse(bytes(text)))  # equal, not the same object
+    assert walks == []
+    kinds = ("number_literal", "binary_expression", "return_statement")
+    for kind in kinds:
+        assert again.for_kind(kind) == original.for_kind(kind)
+    reduced = text.replace(b" * 3", b"")
+    original.extended(syntax.parse(reduced))
+    assert walks == [reduced]
