@@ -252,7 +252,7 @@ class Syntax:
         tree = self._parser.parse(original)
         self.baseline_errors = self._errors(tree.root_node)
         # the reduction's first `parse` is of the original: this very tree (a full parse)
-        self._original = (original, tree)
+        self._original = Parsed(original, tree, *leaf_spans(tree))
 
     def tolerate(self, tree: tree_sitter.Tree) -> None:
         """Accept as many syntax errors as `tree` has from now on (a text the test took
@@ -291,11 +291,11 @@ class Syntax:
         return starts, before
 
     def parse(self, text: bytes) -> Parsed:
-        original, original_tree = self._original
-        if len(text) == len(original) and text == original:
-            tree = original_tree
-        else:
-            tree = self.passed_tree(text) or self._parser.parse(text)
+        original = self._original
+        if len(text) == len(original.text) and text == original.text:
+            self._remember(text, original.tree)
+            return Parsed(text, original.tree, original.token_starts, original.token_ends)
+        tree = self.passed_tree(text) or self._parser.parse(text)
         self._remember(text, tree)
         return Parsed(text, tree, *leaf_spans(tree))
 

@@ -30,7 +30,7 @@ from gitreduce.passes.parameters import delete_parameters, parameter_candidates
 from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results, return_candidates
 from gitreduce.passes.subtrees import first_subtrees, replace_subtrees
-from gitreduce.passes.tree import Catalog, TreeReducer
+from gitreduce.passes.tree import Catalog, TreeReducer, catalog_of
 from gitreduce.passes.types import first_types, replace_types
 from gitreduce.passes.windows import (
     bracket_candidates,
@@ -103,8 +103,11 @@ class Program:
         those of the text each sweep starts from."""
         original = None
         if current.parsed is not None and current.syntax is not None:
-            original = Catalog(current.syntax.grammar)
-            original.learn(current.parsed, phrases=phrases)
+            if phrases:
+                original = catalog_of(current.syntax.grammar, current.parsed)
+            else:
+                original = Catalog(current.syntax.grammar)
+                original.learn(current.parsed, phrases=False)
             if learnt is not None:
                 original.share_slots(learnt)
         return Program(current, original, current.text.endswith(b"\n"))

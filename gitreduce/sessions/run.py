@@ -25,11 +25,14 @@ from gitreduce.core.stats import Stats
 from gitreduce.git.store import Store, calibrate_cached, verdict_cache
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
+from gitreduce.lang.grammars import Grammar
+from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.calibration import calibration_runner
 from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import repeated
 from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, stop_all
 from gitreduce.oracle.spec import TestSpec
+from gitreduce.passes.tree import catalog_of
 from gitreduce.sessions.interrupts import deferred
 
 
@@ -55,6 +58,14 @@ def made_aside(make: Callable[[], Made]) -> Future[Made]:
     made = aside.submit(make)
     aside.shutdown(wait=False)
     return made
+
+
+def prepared(grammar: Grammar, original: bytes) -> Syntax:
+    """The syntax check of `original`, its tree and its catalog (`passes/tree.catalog_of`)
+    made: what the reduction's first pass needs of it, made aside (`made_aside`)."""
+    syntax = Syntax(grammar, original)
+    catalog_of(grammar, syntax.parse(original))
+    return syntax
 
 
 def run_figures(run: _Run) -> dict[str, object]:

@@ -248,7 +248,9 @@ def test_history_measures_currents_and_chains() -> None:
     chain(pair, None, seen.append)(PairCurrent())
     single(Current())
     assert pair.as_list()[0]["seed"] == 5 and pair.as_list()[0]["diff"] == 1
-    assert single.as_list()[0] == {"seconds": 0.0, "seed": None, "variant": 42, "diff": None}
+    measured = single.as_list()[0]
+    assert measured.pop("seconds") < 60  # since the history began, however slow the machine
+    assert measured == {"seed": None, "variant": 42, "diff": None}
     assert len(seen) == 1
 
 

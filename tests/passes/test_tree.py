@@ -22,7 +22,7 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Parsed, Syntax
-from gitreduce.passes.tree import Catalog, TreeReducer, list_units, operand_units
+from gitreduce.passes.tree import Catalog, TreeReducer, catalog_of, list_units, operand_units
 
 RETURN_KINDS = {"return_statement", "return_expression"}
 
@@ -438,3 +438,37 @@ def test_a_catalog_extended_by_the_text_it_learnt_walks_no_tree_again(
     reduced = text.replace(b" * 3", b"")
     original.extended(syntax.parse(reduced))
     assert walks == [reduced]
+
+
+def test_a_texts_catalog_is_learnt_once_and_each_caller_gets_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session learns its original's catalog while the test calibrates; the program's
+    first catalog is then that one, without a second walk, and a copy of its own: what
+    one caller adds (a pair's slots) the next does not see."""
+    grammar = grammars.load("c")
+    assert grammar is not None
+    text = b"int f(int a) { return a + 1; }\nstruct s { int x; };\n"
+    parsed = Syntax(grammar, text).parse(text)
+    first = catalog_of(grammar, parsed)
+    walks: list[bytes] = []
+    learn = Catalog.learn
+
+    def counted(catalog: Catalog, parsed: Parsed, *, phrases: bool = True) -> None:
+        walks.append(parsed.text)
+        learn(catalog, parsed, phrases=phrases)
+
+    monkeypatch.setattr(Catalog, "learn", counted)
+    second = catalog_of(grammar, Syntax(grammar, text).parse(bytes(text)))
+    assert walks == []
+    assert second is not first and second.for_kind("number_literal") == first.for_kind(
+        "number_literal"
+    )
+    assert not second.compatible("number_literal", "struct_specifier")
+    other = Catalog(grammar)
+    other._slots = {
+        kind: {("field_expression", "argument")} for kind in ("number_literal", "struct_specifier")
+    }
+    first.share_slots(other)
+    assert first.compatible("number_literal", "struct_specifier")
+    assert not catalog_of(grammar, parsed).compatible("number_literal", "struct_specifier")
