@@ -410,6 +410,19 @@ def test_a_sweep_that_shrank_the_text_warms_up_the_next_sweep():
     assert warmed_text == cold_text
 
 
+def walks_of_trees(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The texts catalogs walk the trees of (`Catalog.learn`) from now on, in order."""
+    walks: list[bytes] = []
+    learn = Catalog.learn
+
+    def counted(catalog: Catalog, parsed: Parsed, *, phrases: bool = True) -> None:
+        walks.append(parsed.text)
+        learn(catalog, parsed, phrases=phrases)
+
+    monkeypatch.setattr(Catalog, "learn", counted)
+    return walks
+
+
 def test_a_catalog_extended_by_the_text_it_learnt_walks_no_tree_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -422,14 +435,7 @@ def test_a_catalog_extended_by_the_text_it_learnt_walks_no_tree_again(
     syntax = Syntax(grammar, text)
     original = Catalog(grammar)
     original.learn(syntax.parse(text))
-    walks: list[bytes] = []
-    learn = Catalog.learn
-
-    def counted(catalog: Catalog, parsed: Parsed, *, phrases: bool = True) -> None:
-        walks.append(parsed.text)
-        learn(catalog, parsed, phrases=phrases)
-
-    monkeypatch.setattr(Catalog, "learn", counted)
+    walks = walks_of_trees(monkeypatch)
     again = original.extended(syntax.parse(bytes(text)))  # equal, not the same object
     assert walks == []
     kinds = ("number_literal", "binary_expression", "return_statement")
@@ -451,14 +457,7 @@ def test_a_texts_catalog_is_learnt_once_and_each_caller_gets_its_own(
     text = b"int f(int a) { return a + 1; }\nstruct s { int x; };\n"
     parsed = Syntax(grammar, text).parse(text)
     first = catalog_of(grammar, parsed)
-    walks: list[bytes] = []
-    learn = Catalog.learn
-
-    def counted(catalog: Catalog, parsed: Parsed, *, phrases: bool = True) -> None:
-        walks.append(parsed.text)
-        learn(catalog, parsed, phrases=phrases)
-
-    monkeypatch.setattr(Catalog, "learn", counted)
+    walks = walks_of_trees(monkeypatch)
     second = catalog_of(grammar, Syntax(grammar, text).parse(bytes(text)))
     assert walks == []
     assert second is not first and second.for_kind("number_literal") == first.for_kind(
