@@ -27,7 +27,8 @@ from gitreduce.pair.current import (
     SideCurrent,
 )
 from gitreduce.pair.tokens import tokenize
-from gitreduce.passes.tree import Catalog, TreeReducer
+from gitreduce.passes.catalog import Catalog
+from gitreduce.passes.tree import TreeReducer
 
 REMEMBERED_BASES = 64
 

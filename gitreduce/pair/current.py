@@ -26,7 +26,7 @@ from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Parsed, Syntax, leaf_spans
 from gitreduce.pair.alignment import SEED, Alignment
 from gitreduce.pair.state import PairState
-from gitreduce.passes.tree import Catalog
+from gitreduce.passes.catalog import Catalog
 
 if TYPE_CHECKING:
     from gitreduce.lang.grammars import Grammar

@@ -21,6 +21,7 @@ from gitreduce.core.current import Current, Unit, delete_units, opening_deletion
 from gitreduce.core.pass_runner import Pass, pass_label, run_pass, skipped
 from gitreduce.lang.syntax import plain_tokens
 from gitreduce.passes.aliases import alias_candidates, alias_declarations
+from gitreduce.passes.catalog import Catalog, catalog_of
 from gitreduce.passes.conversions import conversion_candidates, convert_structures
 from gitreduce.passes.identifiers import first_identifiers, replace_identifiers
 from gitreduce.passes.inlining import inline_and_fold, inlining_candidates
@@ -30,7 +31,7 @@ from gitreduce.passes.parameters import delete_parameters, parameter_candidates
 from gitreduce.passes.rename import rename
 from gitreduce.passes.results import delete_results, return_candidates
 from gitreduce.passes.subtrees import first_subtrees, replace_subtrees
-from gitreduce.passes.tree import Catalog, TreeReducer, catalog_of
+from gitreduce.passes.tree import TreeReducer
 from gitreduce.passes.types import first_types, replace_types
 from gitreduce.passes.windows import (
     bracket_candidates,

@@ -16,7 +16,7 @@ import tree_sitter
 
 from gitreduce.core import edits
 from gitreduce.core.current import Current
-from gitreduce.passes.tree import Catalog
+from gitreduce.passes.catalog import Catalog
 
 # Replacements tried per node: the smallest compatible pieces of the program of two
 # tokens or more (a single token is what the tree sweeps' stock phrases offer).

@@ -32,7 +32,7 @@ from gitreduce.oracle.executor import TestRunner, open_runner
 from gitreduce.oracle.repeat import repeated
 from gitreduce.oracle.runner import PROVISIONAL_TIMEOUT, stop_all
 from gitreduce.oracle.spec import TestSpec
-from gitreduce.passes.tree import catalog_of
+from gitreduce.passes.catalog import catalog_of
 from gitreduce.sessions.interrupts import deferred
 
 
@@ -61,7 +61,7 @@ def made_aside(make: Callable[[], Made]) -> Future[Made]:
 
 
 def prepared(grammar: Grammar, original: bytes) -> Syntax:
-    """The syntax check of `original`, its tree and its catalog (`passes/tree.catalog_of`)
+    """The syntax check of `original`, its tree and its catalog (`passes/catalog.catalog_of`)
     made: what the reduction's first pass needs of it, made aside (`made_aside`)."""
     syntax = Syntax(grammar, original)
     catalog_of(grammar, syntax.parse(original))

@@ -28,7 +28,7 @@ from gitreduce.pair.current import PairCandidate, PairCurrent
 from gitreduce.pair.ppr import min_commonality, min_ldiff, min_tdiff, reduce_pair, undo_replacements
 from gitreduce.pair.seed_view import SeedCurrent, VariantPatch
 from gitreduce.pair.state import PairState
-from gitreduce.passes.tree import Catalog
+from gitreduce.passes.catalog import Catalog
 
 C = grammars.load("c")
 

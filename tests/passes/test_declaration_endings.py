@@ -15,7 +15,8 @@ from support import GATED_ONLY, Predicate, make_engine, nodes, parses_cleanly, r
 from gitreduce.core.current import Current
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Syntax
-from gitreduce.passes.tree import Catalog, Replacement, TreeReducer, _declaration_endings
+from gitreduce.passes.catalog import Catalog, Replacement
+from gitreduce.passes.tree import TreeReducer, _declaration_endings
 
 
 def first(language: str, text: bytes, kind: str, index: int = 0):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from support import current_for, parses_cleanly
 
+from gitreduce.passes.catalog import Catalog
 from gitreduce.passes.subtrees import PER_NODE, replace_subtrees, replacement_plan
-from gitreduce.passes.tree import Catalog
 
 
 def catalog_of(current) -> Catalog:

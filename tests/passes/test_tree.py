@@ -22,7 +22,8 @@ from gitreduce.core.engine import Engine
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.lang import grammars
 from gitreduce.lang.syntax import Parsed, Syntax
-from gitreduce.passes.tree import Catalog, TreeReducer, catalog_of, list_units, operand_units
+from gitreduce.passes.catalog import Catalog, catalog_of
+from gitreduce.passes.tree import TreeReducer, list_units, operand_units
 
 RETURN_KINDS = {"return_statement", "return_expression"}
 
