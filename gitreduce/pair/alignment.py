@@ -254,14 +254,13 @@ class Alignment:
         re-indents them, and in Python a line is only right at its own side's column."""
         apart = {}
         equal_starts = [op.seed_start for op in self.ops if isinstance(op, Equal)]
-        deciders = [decider for op, decider in zip(self.ops, self._governor, strict=True)]
         positions = [position for position, op in enumerate(self.ops) if isinstance(op, Equal)]
         for index, ours in self.seed.indentations().items():
             partner = self.seed_to_variant[index]
             theirs = self.variant.indentation(partner) if partner >= 0 else None
             if theirs is not None and theirs != ours:
                 equal = bisect_right(equal_starts, index) - 1
-                apart[partner] = (theirs, ours, deciders[positions[equal]])
+                apart[partner] = (theirs, ours, self._governor[positions[equal]])
         return apart
 
     @classmethod

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gitreduce.core import tickets
 from gitreduce.core.current import Current, syntax_gate
@@ -27,9 +26,6 @@ from gitreduce.lang.syntax import Parsed, Syntax, leaf_spans
 from gitreduce.pair.alignment import SEED, Alignment
 from gitreduce.pair.state import PairState
 from gitreduce.passes.catalog import Catalog
-
-if TYPE_CHECKING:
-    from gitreduce.lang.grammars import Grammar
 
 # (difference tokens, then the programs' size), compared lexicographically; what
 # "the programs' size" counts is up to the reducer, so long as one run compares
