@@ -150,10 +150,11 @@ class Restoration:
             index = starts[at]
             white = self._lines[index]
             moved = self._margins.moved(index)
-            if moved is None or moved(index, white) == white:
+            now = white if moved is None else moved(index, white)
+            if now == white:
                 continue
             cut = variant.starts[index] - len(white)
-            parts += [(text[copied:cut], copied), (moved(index, white), None)]
+            parts += [(text[copied:cut], copied), (now, None)]
             copied = variant.starts[index]
         parts.append((text[copied : variant.ends[last]], copied))
         return parts
