@@ -1,6 +1,7 @@
 """How many tests were in flight, and for how long each job waited between two tests.
 
-    .venv/bin/python benchmarks/in_flight.py [--by-pass] -- GIT-REDUCE-ARGUMENTS...
+    .venv/bin/python benchmarks/in_flight.py [--by-pass] [--texts FILE] [--needed-by FILE] \
+        -- GIT-REDUCE-ARGUMENTS...
 
 runs git-reduce in this process with every test run of the oracle timed (its
 start and end, per slot), then prints to stderr: the share of the run's time
@@ -16,12 +17,24 @@ in flight than `--jobs`, by the pass running then. The reduction itself is the
 CLI's, with its usual output: run it from a scratch directory on a copy of the
 case, as `run.py` does. The figures are for one run of a machine whose speed
 varies: compare builds by alternating them, run by run.
+
+What a second job's tests were worth: `--texts FILE` writes every test run
+(start, end, the text's SHA-1, whether it was cut short) as JSON; given a
+one-job run's file, `--needed-by FILE` sorts this run's test time into the
+tests of texts the one-job run tested too (the work both had to do), repeats of
+those (a test stopped for a bet and run again later), and tests of texts it
+never tested, completed or cut short (speculation that lost). Results are the
+same at any `--jobs`, so the one-job run's texts are exactly the ones the
+answer needed; and the needed tests' time here against theirs there says how
+much slower each test ran beside another.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import hashlib
+import json
 import os
 import resource
 import statistics
@@ -29,7 +42,9 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from dataclasses import asdict, dataclass
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import gitreduce.core.pass_runner as pass_runner
@@ -39,6 +54,20 @@ import gitreduce.passes.schedule as schedule
 
 _runs: list[tuple[int, float, float]] = []  # (slot, start, end)
 _cut_short: list[float] = []  # the durations of runs that ended by an exception (abandoned)
+
+
+@dataclass(frozen=True)
+class TimedRun:
+    """One test run, for `--texts` and `--needed-by`: when, on which text, and whether it
+    was cut short."""
+
+    start: float
+    end: float
+    text: str  # the SHA-1 of the candidate's bytes
+    cut: bool
+
+
+_texts: list[TimedRun] = []
 _passes: list[tuple[float, float, str]] = []  # (start, end, label)
 _lock = threading.Lock()
 
@@ -48,15 +77,18 @@ def _timed_runs() -> None:
 
     def timed(self: runner.Oracle, slot: Any, content: bytes) -> Any:
         started = time.monotonic()
+        cut = True
         try:
-            return run_in(self, slot, content)
-        except BaseException:
-            with _lock:
-                _cut_short.append(time.monotonic() - started)
-            raise
+            answer = run_in(self, slot, content)
+            cut = False
+            return answer
         finally:
+            ended = time.monotonic()
             with _lock:
-                _runs.append((id(slot), started, time.monotonic()))
+                if cut:
+                    _cut_short.append(ended - started)
+                _runs.append((id(slot), started, ended))
+                _texts.append(TimedRun(started, ended, hashlib.sha1(content).hexdigest(), cut))
 
     runner.Oracle._run_in = timed  # type: ignore[method-assign]
 
@@ -133,9 +165,64 @@ def _report(jobs: int, by_pass: bool) -> None:
         print(f"  fewer than {jobs} in flight: {seconds:7.3f} s  {label}", file=sys.stderr)
 
 
+def spent(runs: list[TimedRun], needed: list[TimedRun]) -> dict[str, tuple[int, float]]:
+    """How many test runs, and how many seconds of test time, went to each of: texts the
+    `needed` run tested as well (`needed`: the first completed run of each), `again`
+    (any further run of such a text, cut short or not), `unneeded` (a text it never
+    tested, run to the end) and `unneeded, cut short`."""
+    wanted = {run.text for run in needed}
+    seen: set[str] = set()
+    spent: dict[str, tuple[int, float]] = {
+        kind: (0, 0.0) for kind in ("needed", "again", "unneeded", "unneeded, cut short")
+    }
+    for run in sorted(runs, key=lambda run: run.start):
+        if run.text in wanted:
+            kind = "again" if run.cut or run.text in seen else "needed"
+            if not run.cut:
+                seen.add(run.text)
+        else:
+            kind = "unneeded, cut short" if run.cut else "unneeded"
+        count, seconds = spent[kind]
+        spent[kind] = (count + 1, seconds + run.end - run.start)
+    return spent
+
+
+def slowdown(runs: list[TimedRun], needed: list[TimedRun]) -> float | None:
+    """The needed texts' first completed runs here over the same texts' runs in `needed`,
+    in total time: how much slower a test ran here (None: no text in common)."""
+    there = {run.text: run.end - run.start for run in needed if not run.cut}
+    here: dict[str, float] = {}
+    for run in sorted(runs, key=lambda run: run.start):
+        if not run.cut and run.text in there:
+            here.setdefault(run.text, run.end - run.start)
+    before = sum(there[text] for text in here)
+    return sum(here.values()) / before if before else None
+
+
+def _report_needed(path: Path) -> None:
+    needed = [TimedRun(**run) for run in json.loads(path.read_text())]
+    for kind, (count, seconds) in spent(_texts, needed).items():
+        print(f"  tests of {kind + ':':22} {count:5d} runs, {seconds:7.2f} s", file=sys.stderr)
+    ratio = slowdown(_texts, needed)
+    if ratio is not None:
+        print(f"  the needed tests ran {ratio:.3f} times as long as in {path}", file=sys.stderr)
+
+
+def _finish(jobs: int, by_pass: bool, texts: Path | None, needed_by: Path | None) -> None:
+    _report(jobs, by_pass)
+    if texts is not None:
+        texts.write_text(json.dumps([asdict(run) for run in _texts]))
+    if needed_by is not None and _texts:
+        _report_needed(needed_by)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--by-pass", action="store_true", help="time short of jobs, by pass")
+    parser.add_argument("--texts", type=Path, help="write every test run here, as JSON")
+    parser.add_argument(
+        "--needed-by", type=Path, help="a one-job run's --texts: this run's test time by use"
+    )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="git-reduce's arguments")
     args = parser.parse_args()
     arguments = args.arguments[1:] if args.arguments[:1] == ["--"] else args.arguments
@@ -146,7 +233,7 @@ def main() -> None:
     _timed_runs()
     if args.by_pass:
         _timed_passes()
-    atexit.register(_report, jobs, args.by_pass)
+    atexit.register(_finish, jobs, args.by_pass, args.texts, args.needed_by)
     sys.argv = ["git-reduce", *arguments]
     from gitreduce.cli import main as cli_main
 
