@@ -8,10 +8,11 @@ pipe whose only write end gitreduce holds. gitreduce tells it each test's
 process group as the test starts and before the test is reaped, and each
 scratch root while it exists. When gitreduce ends, however it ends, the
 kernel closes the write end; the reaper reads end-of-file, kills the groups
-still registered with SIGKILL and removes the roots still registered. After
-a clean end both lists are empty. Groups registered as graceful (a triage's
-child reductions, which keep their best result and verdicts on a signal) get
-SIGTERM instead.
+still registered with SIGKILL, and every process of their sessions (a command
+that coreutils' `timeout` runs is in a group of its own there), and removes
+the roots still registered. After a clean end both lists are empty. Groups
+registered as graceful (a triage's child reductions, which keep their best
+result and verdicts on a signal) get SIGTERM instead.
 
 Why not `prctl(PR_SET_PDEATHSIG)` in each test: it reaches only the test's
 own process, not the children it starts (a script's `sleep 1000`), fires
@@ -51,6 +52,16 @@ for group in groups:
     try:
         os.killpg(group, signal.SIGKILL)
     except OSError:
+        pass
+# what a test ran in a group of its own (`timeout`'s) is still in the test's session, whose
+# id is the test's pid, its group's id
+for entry in os.listdir("/proc") if groups and os.path.isdir("/proc") else ():
+    try:
+        with open("/proc/" + entry + "/stat", "rb") as stat:
+            session = int(stat.read().rpartition(b")")[2].split()[3])
+        if session in groups:
+            os.kill(int(entry), signal.SIGKILL)
+    except (OSError, ValueError):
         pass
 for group in gentle:
     try:

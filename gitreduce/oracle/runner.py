@@ -15,7 +15,6 @@ import os
 import re
 import select
 import shlex
-import signal
 import subprocess
 import threading
 import time
@@ -30,6 +29,7 @@ from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle import output as output_file
 from gitreduce.oracle.direct import direct_argv, shell_status
+from gitreduce.oracle.process_tree import kill_tree
 from gitreduce.oracle.reaper import reaper
 from gitreduce.oracle.scratch import ScratchRoot, sweep_once
 from gitreduce.oracle.signature import extract_signature
@@ -307,7 +307,7 @@ class Oracle:
             # Killed under the lock: run() unregisters a process before reaping
             # it, so no pid here can have been reused by an unrelated process.
             for process in self._running:
-                _kill_group(process.pid)
+                kill_tree(process.pid)
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -406,8 +406,9 @@ class Oracle:
     def _wait(self, process: subprocess.Popen[bytes], out: IO[bytes]) -> bool:
         """Wait for the test within the timeout; True if it exited by itself (or was stopped).
 
-        Either way its whole process group is killed afterwards, so that
-        background children cannot outlive the run and write into the slot.
+        Either way its whole process group is killed afterwards, with every group
+        its processes made (`process_tree`), so that background children cannot
+        outlive the run and write into the slot.
         The reaper knows the group from its start until just before the test
         is reaped, when its id could start naming another process's group.
         Every `TRIM_SECONDS` meanwhile, the middle of the test's output `out`
@@ -433,7 +434,7 @@ class Oracle:
                     output_file.trim(out)
                 return False
         finally:
-            _kill_group(process.pid)
+            kill_tree(process.pid)
             with self._cond:
                 self._running.discard(process)
             self._reaper.forget_group(process.pid)
@@ -446,7 +447,7 @@ class Oracle:
         its pid not free to name another process)."""
         with self._cond:
             if process in self._running:
-                _kill_group(process.pid)
+                kill_tree(process.pid)
 
     def _signature(self, code: int, output: str) -> str | None:
         if self._regex is not None:
@@ -533,11 +534,6 @@ def _pidfd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 class Stoppable(Protocol):

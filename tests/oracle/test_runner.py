@@ -272,6 +272,42 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     assert wait_dead(int(pidfile.read_text()))
 
 
+# A test script's line as users write them: coreutils' `timeout`, run by the test's shell,
+# runs its command in a process group of its own inside the test's session; the command
+# writes its pid, then sleeps
+TIMED_SLEEP = "cd . && timeout 60 sh -c 'echo $$ > {pidfile}; exec sleep 30'"
+
+
+def test_a_command_in_a_group_of_its_own_dies_with_its_test_at_the_timeout(tmp_path):
+    """The test's group alone was killed: the command `timeout` ran went on to its end,
+    a processor taken from the next test."""
+    pidfile = tmp_path / "pid"
+    spec = TestSpec(TIMED_SLEEP.format(pidfile=pidfile), "v.c", timeout=1)
+    with Oracle(spec, jobs=1) as oracle:
+        assert oracle.run(b"").verdict is Verdict.TIMEOUT
+    assert wait_dead(int(pidfile.read_text()))
+
+
+def test_a_command_in_a_group_of_its_own_dies_with_an_abandoned_test(tmp_path):
+    """A speculation given up (a winner before it) kills its test: the command `timeout` ran
+    goes too, instead of running on beside the tests that matter."""
+    pidfile = tmp_path / "pid"
+    spec = TestSpec(TIMED_SLEEP.format(pidfile=pidfile), "v.c", timeout=60)
+    ticket = tickets.Ticket()
+    with Oracle(spec, jobs=1) as oracle, ThreadPoolExecutor(1) as pool:
+
+        def run() -> Outcome:
+            with tickets.holding(ticket):
+                return oracle.run(b"")
+
+        running = pool.submit(run)
+        pid = int(wait_for_file(pidfile))
+        ticket.abandon()
+        with pytest.raises(tickets.Abandoned):
+            running.result(timeout=10)
+    assert wait_dead(pid)
+
+
 def test_background_children_do_not_outlive_a_finished_run(tmp_path):
     pidfile = tmp_path / "pid"
     spec = TestSpec(f"sleep 30 & echo $! > {pidfile}; exit 0", "v.c", timeout=10)

@@ -1,0 +1,54 @@
+"""Killing a test with every process it started, including those in process groups of their own.
+
+Each test runs in a session and process group of its own, and killing that
+group was thought to take its children along. It does not take a command
+run by coreutils' `timeout`, the way test scripts bound a compiler's time
+(`timeout 10 gcc ...`): `timeout` puts itself and its command into a new
+group of the same session. A test stopped because an earlier candidate won
+left its compiler running to the end, on a processor the next test needed;
+one stopped at its timeout left a compiler that hangs running until
+`timeout`'s own limit. So the groups are read from the processes below the
+test (Linux's `/proc/PID/task/TID/children`) before any is killed, while
+they are still its descendants: once the test's shell is dead they belong
+to init, and nothing ties them to it any more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+
+
+def groups_below(pid: int) -> set[int]:
+    """The process groups of `pid` and of every process below it, as far as /proc shows
+    them (none where it does not: another system, a process already gone)."""
+    groups: set[int] = set()
+    pending, seen = [pid], set()
+    while pending:
+        process = pending.pop()
+        if process in seen:
+            continue
+        seen.add(process)
+        try:
+            with open(f"/proc/{process}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+            tasks = os.listdir(f"/proc/{process}/task")
+        except OSError:
+            continue
+        groups.add(int(fields[2]))  # after the name: state, parent, process group
+        for task in tasks:
+            with contextlib.suppress(OSError), open(f"/proc/{process}/task/{task}/children") as f:
+                pending.extend(int(child) for child in f.read().split())
+    return groups
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL the process group `pid` leads and every group a process below it is in,
+    except this process's own (a test never is in it: it runs in a session of its own,
+    and a process cannot join a group of another session)."""
+    own = os.getpgrp()
+    for group in groups_below(pid) | {pid}:
+        if group != own:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
