@@ -33,10 +33,11 @@ def groups_below(pid: int) -> set[int]:
         try:
             with open(f"/proc/{process}/stat", "rb") as stat:
                 fields = stat.read().rpartition(b")")[2].split()
-            tasks = os.listdir(f"/proc/{process}/task")
+            groups.add(int(fields[2]))  # after the name: state, parent, process group
+            # a test that exited (not reaped yet: the usual end) has no children left
+            tasks = os.listdir(f"/proc/{process}/task") if fields[0] != b"Z" else []
         except OSError:
             continue
-        groups.add(int(fields[2]))  # after the name: state, parent, process group
         for task in tasks:
             with contextlib.suppress(OSError), open(f"/proc/{process}/task/{task}/children") as f:
                 pending.extend(int(child) for child in f.read().split())
