@@ -31,25 +31,38 @@ def groups_below(pid: int) -> set[int]:
             continue
         seen.add(process)
         try:
-            with open(f"/proc/{process}/stat", "rb") as stat:
-                fields = stat.read().rpartition(b")")[2].split()
+            fields = _read(f"/proc/{process}/stat").rpartition(b")")[2].split()
             groups.add(int(fields[2]))  # after the name: state, parent, process group
-            # a test that exited (not reaped yet: the usual end) has no children left
-            tasks = os.listdir(f"/proc/{process}/task") if fields[0] != b"Z" else []
+            tasks = os.listdir(f"/proc/{process}/task")
         except OSError:
             continue
         for task in tasks:
-            with contextlib.suppress(OSError), open(f"/proc/{process}/task/{task}/children") as f:
-                pending.extend(int(child) for child in f.read().split())
+            with contextlib.suppress(OSError):
+                pending.extend(map(int, _read(f"/proc/{process}/task/{task}/children").split()))
     return groups
 
 
 def kill_tree(pid: int) -> None:
     """SIGKILL the process group `pid` leads and every group a process below it is in,
     except this process's own (a test never is in it: it runs in a session of its own,
-    and a process cannot join a group of another session)."""
+    and a process cannot join a group of another session). For a test still running: one
+    that exited has no process below it any more (`kill_group` does)."""
     own = os.getpgrp()
     for group in groups_below(pid) | {pid}:
         if group != own:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, signal.SIGKILL)
+            kill_group(group)
+
+
+def kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def _read(path: str) -> bytes:
+    """A small /proc file, without the buffered file object's cost (a test's tree is read
+    at every kill)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(descriptor, 4096)
+    finally:
+        os.close(descriptor)

@@ -29,7 +29,7 @@ from gitreduce.core.errors import Interrupted, UserError
 from gitreduce.core.outcome import Outcome, Verdict
 from gitreduce.oracle import output as output_file
 from gitreduce.oracle.direct import direct_argv, shell_status
-from gitreduce.oracle.process_tree import kill_tree
+from gitreduce.oracle.process_tree import kill_group, kill_tree
 from gitreduce.oracle.reaper import reaper
 from gitreduce.oracle.scratch import ScratchRoot, sweep_once
 from gitreduce.oracle.signature import extract_signature
@@ -417,6 +417,7 @@ class Oracle:
         self._reaper.watch_group(process.pid)
         pidfd = _pidfd(process.pid)  # before anyone else could reap the pid
         ticket = tickets.current()
+        exited = False  # by itself, or killed by a stop: nothing is left below it
         try:
             with self._cond:
                 stopped = self._closed
@@ -430,11 +431,15 @@ class Oracle:
                 deadline = time.monotonic() + self.timeout
                 while (left := deadline - time.monotonic()) > 0:
                     if _exited(process, pidfd, min(left, output_file.TRIM_SECONDS)):
+                        exited = True
                         return True
                     output_file.trim(out)
                 return False
         finally:
-            kill_tree(process.pid)
+            if exited:
+                kill_group(process.pid)  # its background children, in its group
+            else:
+                kill_tree(process.pid)
             with self._cond:
                 self._running.discard(process)
             self._reaper.forget_group(process.pid)
