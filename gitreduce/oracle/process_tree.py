@@ -21,9 +21,16 @@ import signal
 
 
 def groups_below(pid: int) -> set[int]:
-    """The process groups of `pid` and of every process below it, as far as /proc shows
-    them (none where it does not: another system, a process already gone)."""
+    """The process groups of `pid` and of every process below it in its session, as far
+    as /proc shows them (none where it does not: another system, a process already gone).
+
+    Only groups of `pid`'s session: a process below it that ended between the read of
+    its parent's children and the read of its own entry may have left its pid to an
+    unrelated process, whose group is never one to kill (and a group of the session
+    holds only processes of the session).
+    """
     groups: set[int] = set()
+    session = None
     pending, seen = [pid], set()
     while pending:
         process = pending.pop()
@@ -31,8 +38,13 @@ def groups_below(pid: int) -> set[int]:
             continue
         seen.add(process)
         try:
+            # after the name: state, parent, process group, session
             fields = _read(f"/proc/{process}/stat").rpartition(b")")[2].split()
-            groups.add(int(fields[2]))  # after the name: state, parent, process group
+            if session is None:
+                session = fields[3]
+            elif fields[3] != session:
+                continue
+            groups.add(int(fields[2]))
             tasks = os.listdir(f"/proc/{process}/task")
         except OSError:
             continue
