@@ -71,10 +71,14 @@ def kill_group(group: int) -> None:
 
 
 def _read(path: str) -> bytes:
-    """A small /proc file, without the buffered file object's cost (a test's tree is read
-    at every kill)."""
+    """A /proc file, without the buffered file object's cost (a test's tree is read at
+    every kill); whole, to its end: a list of hundreds of children is longer than one
+    read gives, and cut there its last pid would be another's."""
     descriptor = os.open(path, os.O_RDONLY)
     try:
-        return os.read(descriptor, 4096)
+        chunks = [os.read(descriptor, 4096)]
+        while chunks[-1]:
+            chunks.append(os.read(descriptor, 4096))
+        return b"".join(chunks)
     finally:
         os.close(descriptor)

@@ -8,7 +8,7 @@ import time
 import pytest
 from support import eventually
 
-from gitreduce.oracle.process_tree import groups_below, kill_tree
+from gitreduce.oracle.process_tree import _read, groups_below, kill_tree
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux /proc")
 
@@ -51,3 +51,11 @@ def test_the_groups_below_a_test_include_timeouts_own_and_not_another_sessions()
         for pid in escaped:
             os.killpg(group_of(pid), signal.SIGKILL)
         test.wait()
+
+
+def test_a_list_of_children_longer_than_one_read_is_read_whole(tmp_path):
+    """Hundreds of children make a /proc list longer than 4 KiB: cut after the first read,
+    its last pid was a prefix of the real one, another process's."""
+    listing = tmp_path / "children"
+    listing.write_bytes(b" ".join(str(100000 + n).encode() for n in range(1500)))
+    assert _read(str(listing)) == listing.read_bytes()
