@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from support import processes, run_until_abandoned
+from support import eventually, processes, run_until_abandoned
 
 from gitreduce.core import tickets
 from gitreduce.core.engine import Engine
@@ -614,11 +614,14 @@ def test_at_one_job_the_last_refusal_goes_on_with_what_the_caller_tries_next(mak
     with no winner goes straight on with the lookahead's first candidate, which the next
     batch takes over. Two batches, one test at a time, in order, one hand-off from a main
     thread (before: the lookahead was never read at one job, and the next batch's main
-    thread started its first test once it had built the batch)."""
-    recorder = Recorder(lambda text: 0.02)
+    thread started its first test once it had built the batch). Each test but the last
+    lasts until the next candidate waits queued, however loaded the machine."""
+    recorder = Recorder()
 
     def run(text: bytes) -> Outcome:
         tickets.test_under_way()
+        if text != b"d!":
+            assert eventually(lambda: engine._jobs.queued == 1), "the next was not queued"
         return recorder(text)
 
     engine = make_engine(run, jobs=1)
@@ -750,11 +753,13 @@ def test_a_job_that_refuses_goes_on_with_the_next_candidate_itself(make_engine):
     next candidate was queued while the test before it ran, and the job that refused
     took it at once, not the batch's main thread after waking (one hand-off to the pool
     for the whole batch, not one per candidate). Each test still starts only after the
-    one before it ended, and in order."""
-    recorder = Recorder(lambda text: 0.02)
+    one before it ended, and in order. Each test lasts until the next candidate waits
+    queued, however slowly the main thread gets to it on a loaded machine."""
+    recorder = Recorder()
 
     def run(text: bytes) -> Outcome:
         tickets.test_under_way()  # as the oracle says once it has spawned the test
+        assert eventually(lambda: engine._jobs.queued == 1), "the next was not queued"
         return recorder(text)
 
     engine = make_engine(run, jobs=1)
