@@ -267,12 +267,18 @@ class PairCurrent:
         original; MinCommonality runs on a seed already reduced, which may no
         longer show a function at top level beside an `impl`, and could then
         never hoist the one out of the other (a held-out Rust pair stayed at
-        26/35 tokens so, 6/15 with this). Its stock phrases are those of the
-        seed each sweep starts from: the original's, offered at every node, cost
-        3-13 % more tests on the public pairs for nothing, and so did those of
-        the seed MinCommonality began with, once their code was gone (a name the
-        seed no longer declares: rustc-105238's pair tested 706 texts with them,
-        668 without, for the same pair).
+        26/35 tokens so, 6/15 with this). Its tree sweeps offer no stock phrase
+        at all, only hoisting: the original's, offered at every node, cost 3-13 %
+        more tests on the public pairs for nothing, and so did those of the seed
+        MinCommonality began with, once their code was gone (a name the seed no
+        longer declares: rustc-105238's pair tested 706 texts with them, 668
+        without), and so, last, did those of the seed each sweep starts from:
+        a shared node replaced by a name or literal from elsewhere in a seed that
+        must still pass was never kept on any public pair or fixture, and cost
+        rustc-105238's pair 67 of its 668 tests, figure 3's 52 of 305 (the same
+        pairs without them). What the variant's sweeps (`variant_first`) took
+        with the original's phrases is kept; a piece from elsewhere is still
+        offered once the rounds settle (the `subtrees` pass).
         """
         if self.syntax is None:
             return None

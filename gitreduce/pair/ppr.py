@@ -176,18 +176,17 @@ def min_commonality(current: PairCurrent) -> bool:
     """Algorithm 4: syntax-guided reduction of the seed, each candidate's variant patched.
 
     The single-program schedule's rounds and late passes run on the seed (see
-    `SeedCurrent`): Perses-style tree sweeps with hoisting and stock phrases,
-    names, parameters, brackets, tokens, token windows and the passes past
-    1-minimality; every candidate seed's edits are carried over to the
-    variant, and both are judged. In a pair a repair made, the passes that
+    `SeedCurrent`): Perses-style tree sweeps with hoisting (no stock phrases:
+    see `PairCurrent.catalog`), names, parameters, brackets, tokens, token
+    windows and the passes past 1-minimality; every candidate seed's edits
+    are carried over to the variant, and both are judged. In a pair a repair made, the passes that
     take a name, a parameter or a result with everything tied to it come
     first in each round (`GROUPS_FIRST_ROUND`): the pieces a repair puts back
     are each needed given the others (a result type, the value returned and
     the variable holding it), knots the tree can only take part by part. Its
     final passes wait for `finish_commonality`: a whitespace pass here would
     make every text of the next round new, and the next round's
-    MinCommonality pay again for what this one settled. The stock phrases
-    offered are the current seed's (`PairCurrent.catalog`).
+    MinCommonality pay again for what this one settled.
     """
     before = measure(current.state)
     reduce_program(

@@ -3,9 +3,10 @@
 MinCommonality (PPR, Algorithm 4) is syntax-guided reduction of the seed in
 which each candidate's variant is the original variant patched the same way.
 Running the whole single-program schedule here, rather than a second,
-deletion-only Perses, gives pairs everything single programs get: stock
-phrases, `{...}` to `;`, names with all their uses, parameters with their
-arguments, bracket pairs, token windows.
+deletion-only Perses, gives pairs everything single programs get: hoisting,
+`{...}` to `;`, names with all their uses, parameters with their arguments,
+bracket pairs, token windows (the sweeps' stock phrases excepted: see
+`PairCurrent.catalog`).
 
 Every pass renders its candidates through `edits.apply`, so a candidate knows
 the byte edits that made it from its base seed. `VariantPatch` carries those

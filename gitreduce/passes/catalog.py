@@ -82,13 +82,14 @@ class Catalog:
         self._pairs: dict[tuple[str, str], bool] = {}
         self._learnt: bytes | None = None  # the text last learnt with its phrases
 
-    def extended(self, parsed: Parsed) -> Catalog:
-        """A copy that also knows the phrases and slots of `parsed`; learnt only if this
-        catalog has not learnt that very text (a first sweep starts from the original its
-        program's catalog was just learnt from: 14 ms on 8,800 JavaScript tokens)."""
+    def extended(self, parsed: Parsed, *, phrases: bool = True) -> Catalog:
+        """A copy that also knows the phrases and slots of `parsed` (only its slots without
+        `phrases`); learnt only if this catalog has not learnt that very text (a first
+        sweep starts from the original its program's catalog was just learnt from: 14 ms
+        on 8,800 JavaScript tokens)."""
         copy = self.copy()
         if not copy.learnt(parsed.text):
-            copy.learn(parsed)
+            copy.learn(parsed, phrases=phrases)
         return copy
 
     def copy(self) -> Catalog:

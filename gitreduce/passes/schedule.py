@@ -90,18 +90,20 @@ def _dedent(text: bytes) -> bytes:
 class Program:
     """What the single-program passes work on: the best text so far, the stock
     phrases (a `0`, an `int`) of the original, learnt once before the first pass,
-    and whether the original ended with a newline."""
+    whether the original ended with a newline, and whether the tree sweeps offer
+    stock phrases at all (`phrases`)."""
 
     current: Current
     original: Catalog | None
     final_newline: bool
+    phrases: bool = True
 
     @staticmethod
     def of(current: Current, learnt: Catalog | None = None, *, phrases: bool = True) -> Program:
         """`learnt`: which kinds stood in the same slot in an earlier original (a pair's
         programs as they began), kept with what `current` teaches; without `phrases`,
-        only those slots are learnt from `current`, and the stock phrases offered are
-        those of the text each sweep starts from."""
+        only those slots are learnt from `current`, and the tree sweeps offer no stock
+        phrase: hoisting only (see `PairCurrent.catalog`)."""
         original = None
         if current.parsed is not None and current.syntax is not None:
             if phrases:
@@ -111,7 +113,7 @@ class Program:
                 original.learn(current.parsed, phrases=False)
             if learnt is not None:
                 original.share_slots(learnt)
-        return Program(current, original, current.text.endswith(b"\n"))
+        return Program(current, original, current.text.endswith(b"\n"), phrases)
 
 
 def _lost_final_newline(program: Program) -> bool:
@@ -121,36 +123,37 @@ def _lost_final_newline(program: Program) -> bool:
     return program.final_newline and bool(text) and not text.endswith(b"\n")
 
 
-def sweep(current: Current, original: Catalog) -> bool:
-    """One tree sweep, with stock phrases from the original and the current text.
+def sweep(current: Current, original: Catalog, *, phrases: bool = True) -> bool:
+    """One tree sweep, with stock phrases from the original and the current text (none
+    without `phrases`).
 
     The original's phrases (a `0`, an `int`) are often gone from the current
     text by the time a node that could take them comes up.
     """
-    return _sweep_reducer(current, original).sweep()
+    return _sweep_reducer(current, original, phrases).sweep()
 
 
-def _sweep_reducer(current: Current, original: Catalog) -> TreeReducer:
+def _sweep_reducer(current: Current, original: Catalog, phrases: bool) -> TreeReducer:
     """The reducer of a sweep over `current` as it is now; the one after it, should it
     shrink the text, is made the same way (what its last batches look ahead to)."""
     assert current.parsed is not None
     return TreeReducer(
         current,
-        original.extended(current.parsed),
+        original.extended(current.parsed, phrases=phrases),
         current.then,
-        next_sweep=lambda: _sweep_reducer(current, original),
+        next_sweep=lambda: _sweep_reducer(current, original, phrases),
     )
 
 
 def _first_sweep(program: Program) -> TreeReducer:
     assert program.original is not None
-    return _sweep_reducer(program.current, program.original)
+    return _sweep_reducer(program.current, program.original, program.phrases)
 
 
 def _sweeps(program: Program) -> bool:
     assert program.original is not None
     progress = False
-    while sweep(program.current, program.original):
+    while sweep(program.current, program.original, phrases=program.phrases):
         progress = True
     return progress
 

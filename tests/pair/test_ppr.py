@@ -352,3 +352,23 @@ def test_the_slots_min_commonality_hoists_by_are_those_of_the_pair_as_it_began()
     assert not alone.compatible("impl_item", "function_item")
     alone.share_slots(learnt)  # what `Program.of` does with it
     assert alone.compatible("impl_item", "function_item")
+
+
+def test_min_commonality_hoists_but_offers_no_stock_phrase() -> None:
+    """A shared node is replaced by its own parts, never by a name or literal from elsewhere
+    in the seed (`x + y` by `7` or `a`): in a seed that must still pass such a stand-in was
+    never kept on the public pairs and cost rustc-105238's pair a tenth of its tests."""
+    seed = b"int a = 7;\nint f(int x, int y) {\n    int b = x + y;\n    return y;\n}\n"
+    variant = seed.replace(b"return y;", b"return y--;")
+    tested: list[bytes] = []
+    engine = make_engine(
+        lambda text: all(part in text for part in (b"y--", b"x + y", b"a = 7")),
+        jobs=1,
+        tested=tested,
+    )
+    current = bisect_pair(seed, variant, C, engine)
+    before = len(tested)
+    assert min_commonality(current)
+    swept = tested[before:]
+    assert any(re.search(rb"\{\s*x;", text) for text in swept)  # `x + y` hoisted to `x`
+    assert not [text for text in swept if re.search(rb"\{\s*(7|a);", text)]
