@@ -177,9 +177,12 @@ def min_commonality(current: PairCurrent) -> bool:
 
     The single-program schedule's rounds and late passes run on the seed (see
     `SeedCurrent`): Perses-style tree sweeps with hoisting (no stock phrases:
-    see `PairCurrent.catalog`), names, parameters, brackets, tokens, token
-    windows and the passes past 1-minimality; every candidate seed's edits
-    are carried over to the variant, and both are judged. In a pair a repair made, the passes that
+    see `PairCurrent.catalog`), one per round (`reduce_program`'s `one_sweep`:
+    rustc-105238's pair 601 tests at one job with a sweep until one shrinks
+    nothing, 573 so, figure 1's 341 and 319, the same pairs), names,
+    parameters, brackets, tokens, token windows and the passes past
+    1-minimality; every candidate seed's edits are carried over to the
+    variant, and both are judged. In a pair a repair made, the passes that
     take a name, a parameter or a result with everything tied to it come
     first in each round (`GROUPS_FIRST_ROUND`): the pieces a repair puts back
     are each needed given the others (a result type, the value returned and
@@ -195,6 +198,7 @@ def min_commonality(current: PairCurrent) -> bool:
         groups_first=current.repaired,
         learnt=current.catalog(),
         phrases=False,
+        one_sweep=True,
     )
     return measure(current.state) < before
 

@@ -90,16 +90,24 @@ def _dedent(text: bytes) -> bytes:
 class Program:
     """What the single-program passes work on: the best text so far, the stock
     phrases (a `0`, an `int`) of the original, learnt once before the first pass,
-    whether the original ended with a newline, and whether the tree sweeps offer
-    stock phrases at all (`phrases`)."""
+    whether the original ended with a newline, whether the tree sweeps offer
+    stock phrases at all (`phrases`), and whether the tree pass sweeps once per
+    round (`one_sweep`) rather than until a sweep shrinks nothing."""
 
     current: Current
     original: Catalog | None
     final_newline: bool
     phrases: bool = True
+    one_sweep: bool = False
 
     @staticmethod
-    def of(current: Current, learnt: Catalog | None = None, *, phrases: bool = True) -> Program:
+    def of(
+        current: Current,
+        learnt: Catalog | None = None,
+        *,
+        phrases: bool = True,
+        one_sweep: bool = False,
+    ) -> Program:
         """`learnt`: which kinds stood in the same slot in an earlier original (a pair's
         programs as they began), kept with what `current` teaches; without `phrases`,
         only those slots are learnt from `current`, and the tree sweeps offer no stock
@@ -113,7 +121,7 @@ class Program:
                 original.learn(current.parsed, phrases=False)
             if learnt is not None:
                 original.share_slots(learnt)
-        return Program(current, original, current.text.endswith(b"\n"), phrases)
+        return Program(current, original, current.text.endswith(b"\n"), phrases, one_sweep)
 
 
 def _lost_final_newline(program: Program) -> bool:
@@ -155,6 +163,8 @@ def _sweeps(program: Program) -> bool:
     progress = False
     while sweep(program.current, program.original, phrases=program.phrases):
         progress = True
+        if program.one_sweep:
+            break
     return progress
 
 
@@ -437,6 +447,7 @@ def reduce_program(
     groups_first: bool = False,
     learnt: Catalog | None = None,
     phrases: bool = True,
+    one_sweep: bool = False,
 ) -> None:
     """Shrink `current` in place until neither a whole round nor the late passes find
     anything, then run the final passes; interruptible at any point.
@@ -447,10 +458,17 @@ def reduce_program(
     `finish_program`: a file set first runs the passes over the whole set
     there (`passes/across.py`), on texts the lenient pass has not yet taken
     outside their grammar, where names are still found in the trees they
-    parse to. With `groups_first` each round is `GROUPS_FIRST_ROUND`; `learnt`:
-    see `Program.of`.
+    parse to. With `groups_first` each round is `GROUPS_FIRST_ROUND`; `learnt`,
+    `phrases` and `one_sweep`: see `Program`.
+
+    With `one_sweep` the tree pass ends after a sweep that shrank the text: the
+    sweep after it would test again every node this one refused, which where
+    nearly every candidate is refused (a pair's seed that must still compile)
+    is a round's worth of tests for a few tokens, and the rounds repeat while
+    they shrink anyway, so the result is as tree-minimal as before: the last
+    round's sweep, like every pass of it, shrank nothing.
     """
-    program = Program.of(current, learnt, phrases=phrases)
+    program = Program.of(current, learnt, phrases=phrases, one_sweep=one_sweep)
     while True:
         _rounds(program, GROUPS_FIRST_ROUND if groups_first else ROUND)
         if not _in_order(program, LATE):
