@@ -315,6 +315,22 @@ class Syntax:
             self._parents.popitem(last=False)
         return parent
 
+    def reparsed(self, text: bytes, parent: bytes) -> tree_sitter.Tree | None:
+        """The tree a full parse of `text` gives, re-parsed from the tree of `parent`, one of
+        the texts parsed last, where the two differ; None when `parent`'s tree is no longer
+        kept, or when the re-parse has a syntax error (error recovery may then build
+        another tree than a full parse would, and a caller that tokenizes the tree must
+        see the full parse's tokens whatever was parsed before).
+
+        A lifted seed is its reduced variant with the difference's hunks put back: the
+        parse of 8,800 JavaScript tokens, 4-6 ms in full, re-reads the hunks only.
+        """
+        known = self._parents.get(parent)
+        if known is None:
+            return None
+        tree = self._parser.parse(text, _edited(known, splices_between(parent, text)))
+        return None if tree.root_node.has_error else tree
+
     def _parent(self, text: bytes) -> _Parent:
         known = self._parents.get(text)
         if known is None:
@@ -381,18 +397,7 @@ class Syntax:
         boundary, settled = parent.settled(self, first)
         if settled > self.baseline_errors:
             return False
-        edited = parent.tree.copy()
-        for start, end, replacement in sorted(splices, reverse=True):
-            start_point = parent.point(start)
-            edited.edit(
-                start,
-                end,
-                start + len(replacement),
-                start_point,
-                parent.point(end),
-                _advanced(start_point, replacement),
-            )
-        tree = self._parser.parse(text, edited)
+        tree = self._parser.parse(text, _edited(parent, splices))
         root = tree.root_node
         if not self._any_defect_after(root, boundary):
             if not root.has_error:
@@ -417,6 +422,23 @@ class Syntax:
         if any(_item_errors(root, item) for item in after):
             return True
         return self._blocks is not None and self._empty_blocks(root, after[0].start_byte) > 0
+
+
+def _edited(parent: _Parent, splices: Sequence[Splice]) -> tree_sitter.Tree:
+    """A copy of the parent's tree told of `splices` (in the parent's offsets): what a text
+    made from the parent by them is re-parsed from."""
+    edited = parent.tree.copy()
+    for start, end, replacement in sorted(splices, reverse=True):
+        start_point = parent.point(start)
+        edited.edit(
+            start,
+            end,
+            start + len(replacement),
+            start_point,
+            parent.point(end),
+            _advanced(start_point, replacement),
+        )
+    return edited
 
 
 def _advanced(point: tuple[int, int], inserted: bytes) -> tuple[int, int]:

@@ -243,9 +243,10 @@ def variant_first(current: PairCurrent) -> bool:
     result; the tests under way when a refused lift ends are spent for
     nothing.
     """
-    if current.syntax is None:
+    syntax = current.syntax
+    if syntax is None:
         return False
-    grammar = current.syntax.grammar
+    grammar = syntax.grammar
     original = current.state.variant_text()
     base = current.state.alignment
     if (base.seed.text, base.variant.text) != (current.state.seed_text(), original):
@@ -269,7 +270,9 @@ def variant_first(current: PairCurrent) -> bool:
         return variant, diffed_origins(base.variant, variant)
 
     def lifted_pair(variant: TokenList, origins: list[int]) -> PairState:
-        return PairState.full(lift(base, variant, origins).alignment(variant, grammar))
+        lifted = lift(base, variant, origins)
+        tree = syntax.reparsed(lifted.text, variant.text)
+        return PairState.full(lifted.alignment(variant, grammar, tree))
 
     def lifted_state(position: int) -> PairState:
         return lifted_pair(*origins_of(position))
@@ -361,7 +364,7 @@ def variant_first(current: PairCurrent) -> bool:
     view = Current(
         original,
         current.engine,
-        current.syntax,
+        syntax,
         on_change=accepted,
         place=current.places[1] if current.places is not None else None,
         accepts=current.variant_ok,
@@ -377,7 +380,7 @@ def variant_first(current: PairCurrent) -> bool:
         newest = len(history) - 1
         if not checking:
             current.repaired = _repair(
-                current.syntax, base, origins_of(newest), first_lifting, variant_parses
+                syntax, base, origins_of(newest), first_lifting, variant_parses
             )
             return current.repaired
         if known == newest or lifted(newest):

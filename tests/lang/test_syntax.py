@@ -335,3 +335,19 @@ def test_check_remembers_what_it_accepted_and_nothing_it_refused():
     assert syntax.verdicts == 3
     syntax.tolerate(grammar.parser().parse(broken))  # a run took the text despite the grammar
     assert syntax.check(broken, original) and syntax.verdicts == 4
+
+
+def test_a_text_made_from_one_parsed_lately_is_reparsed_to_the_full_parse() -> None:
+    """`reparsed` re-reads only where the text differs from a parent parsed lately (a lifted
+    seed from its reduced variant) and gives the full parse's tokens; nothing when the
+    parent's tree is not kept, or where the re-parse has an error (recovery may differ)."""
+    grammar = grammars.load("javascript")
+    parent = b"function f(a) {\n  return a + 1;\n}\nconst x = f(2);\nlet y = x * 3;\n"
+    syntax = Syntax(grammar, parent)
+    syntax.parse(parent)
+    made = parent.replace(b"a + 1", b"a - 1 - a").replace(b"x * 3", b"[x, 3]")
+    tree = syntax.reparsed(made, parent)
+    assert tree is not None
+    assert leaf_spans(tree) == leaf_spans(grammar.parser().parse(made))
+    assert syntax.reparsed(made, b"let z = 0;\n") is None  # never parsed: no tree kept
+    assert syntax.reparsed(parent.replace(b"a + 1", b"a + + ;"), parent) is None
