@@ -131,40 +131,48 @@ def _lost_final_newline(program: Program) -> bool:
     return program.final_newline and bool(text) and not text.endswith(b"\n")
 
 
-def sweep(current: Current, original: Catalog, *, phrases: bool = True) -> bool:
+def sweep(
+    current: Current, original: Catalog, *, phrases: bool = True, one_sweep: bool = False
+) -> bool:
     """One tree sweep, with stock phrases from the original and the current text (none
-    without `phrases`).
+    without `phrases`); with `one_sweep`, no sweep follows it whatever it took, which is
+    what its last batches look ahead past.
 
     The original's phrases (a `0`, an `int`) are often gone from the current
     text by the time a node that could take them comes up.
     """
-    return _sweep_reducer(current, original, phrases).sweep()
+    return _sweep_reducer(current, original, phrases, one_sweep).sweep()
 
 
-def _sweep_reducer(current: Current, original: Catalog, phrases: bool) -> TreeReducer:
+def _sweep_reducer(
+    current: Current, original: Catalog, phrases: bool, one_sweep: bool
+) -> TreeReducer:
     """The reducer of a sweep over `current` as it is now; the one after it, should it
-    shrink the text, is made the same way (what its last batches look ahead to)."""
+    shrink the text, is made the same way (what its last batches look ahead to), unless
+    there is none (`one_sweep`: they look ahead to what the caller tries next)."""
     assert current.parsed is not None
     return TreeReducer(
         current,
         original.extended(current.parsed, phrases=phrases),
         current.then,
-        next_sweep=lambda: _sweep_reducer(current, original, phrases),
+        next_sweep=None
+        if one_sweep
+        else lambda: _sweep_reducer(current, original, phrases, one_sweep),
     )
 
 
 def _first_sweep(program: Program) -> TreeReducer:
     assert program.original is not None
-    return _sweep_reducer(program.current, program.original, program.phrases)
+    return _sweep_reducer(program.current, program.original, program.phrases, program.one_sweep)
 
 
 def _sweeps(program: Program) -> bool:
     assert program.original is not None
+    if program.one_sweep:
+        return sweep(program.current, program.original, phrases=program.phrases, one_sweep=True)
     progress = False
     while sweep(program.current, program.original, phrases=program.phrases):
         progress = True
-        if program.one_sweep:
-            break
     return progress
 
 

@@ -251,6 +251,8 @@ class TreeReducer:
     pass), the lookahead of the sweep's last batches. `next_sweep`: the reducer of the
     sweep the caller runs after one that shrank the text; where the sweep's last batches
     look ahead then (its `opening`), instead of leaving a job idle until the sweep ends.
+    Without it no sweep follows (a caller that sweeps once a round), and they look ahead
+    to `then` whether the sweep shrank the text or not.
     """
 
     def __init__(
@@ -451,11 +453,10 @@ class TreeReducer:
         for child in node.named_children:
             _push(heap, parsed, child, len(log))
         yield from self._handed_out(heap, parsed, log)
-        if len(self.current.text) < self._start_length:
-            if self._next_sweep is not None:
-                yield from self._next_sweep().opening()
+        if len(self.current.text) < self._start_length and self._next_sweep is not None:
+            yield from self._next_sweep().opening()
         elif self._then is not None:
-            yield from self._then()  # the sweep ends as it began: so does the caller's loop
+            yield from self._then()  # no sweep follows: the caller goes on
 
     def opening(self) -> Iterator[bytes]:
         """What a sweep over the whole tree reads while nothing is taken, in its order, and

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from support import (
     GATED_ONLY,
     LOOKAHEAD_PROGRAMS,
+    LookaheadLog,
     Predicate,
     calls,
     current_for,
@@ -776,3 +777,22 @@ def test_a_declared_first_batch_is_what_its_pass_tries_first(language, program):
     assert {"tree", "names", "parameters", "tokens", "windows", "identifiers", "tidy"} <= set(
         checked
     )
+
+
+@pytest.mark.parametrize("language", LOOKAHEAD_PROGRAMS)
+def test_a_tree_pass_that_sweeps_once_looks_ahead_to_the_next_pass(language):
+    """With `one_sweep` (a pair's MinCommonality) no sweep follows one that shrank the
+    text: its last batches look ahead to the next pass's first batch, what is read next,
+    byte for byte. Before, they looked ahead to a sweep that never ran, a test spent at
+    one job and speculation lost at two."""
+    engine = LookaheadLog(
+        lambda text: parses_cleanly(language, text) and b"h(" in text and b"g(" in text
+    )
+    program = LOOKAHEAD_PROGRAMS[language]
+    try:
+        reduce_program(
+            Current(program, engine, Syntax(grammars.load(language), program)), one_sweep=True
+        )
+    finally:
+        engine.close()
+    assert engine.lookaheads_compared().get("tree", 0) > 0

@@ -332,15 +332,22 @@ PROGRAM = b"int f(int a) { return a; }\nint main(void) { return f(1); }\n"
 
 
 @pytest.mark.parametrize(
-    ("bad", "sentinel_tested"),
-    [(lambda text: text == PROGRAM, True), (lambda text: b"int f(int a" in text, False)],
-    ids=["nothing-taken", "something-taken"],
+    ("bad", "swept_again", "taken", "sentinel_tested"),
+    [
+        (lambda text: text == PROGRAM, True, False, True),
+        (lambda text: b"int f(int a" in text, True, True, False),
+        (lambda text: b"int f(int a" in text, False, True, True),
+    ],
+    ids=["nothing-taken", "something-taken", "something-taken-one-sweep"],
 )
-def test_a_sweep_ending_as_it_began_warms_up_what_its_caller_tries_next(bad, sentinel_tested):
+def test_a_sweep_ending_as_it_began_warms_up_what_its_caller_tries_next(
+    bad, swept_again, taken, sentinel_tested
+):
     """At one job, the sweep's last batch takes `then` (the schedule's next pass) as the end
     of its lookahead when the sweep has taken nothing: the job whose last candidate
-    refuses goes on with it. A sweep that took something is followed by another sweep,
-    not by `then`, so nothing of it is tested."""
+    refuses goes on with it. A sweep that took something is followed by another sweep
+    (`next_sweep`), not by `then`, so nothing of it is tested; unless no sweep follows
+    (a caller that sweeps once a round), and then `then` is what comes next."""
     tests: list[bytes] = []
 
     def run(text: bytes) -> Outcome:
@@ -356,13 +363,14 @@ def test_a_sweep_ending_as_it_began_warms_up_what_its_caller_tries_next(bad, sen
     assert current.parsed is not None
     try:
         catalog = Catalog(grammar).extended(current.parsed)
-        progress = TreeReducer(current, catalog, then=lambda: [SENTINEL]).sweep()
+        again = (lambda: TreeReducer(current, catalog)) if swept_again else None
+        progress = TreeReducer(current, catalog, then=lambda: [SENTINEL], next_sweep=again).sweep()
         deadline = time.monotonic() + 10
         while engine._jobs.busy() and time.monotonic() < deadline:
             time.sleep(0.01)
     finally:
         engine.close()
-    assert progress is not sentinel_tested
+    assert progress is taken
     assert (SENTINEL in tests) is sentinel_tested
 
 
