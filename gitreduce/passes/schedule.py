@@ -135,8 +135,8 @@ def sweep(
     current: Current, original: Catalog, *, phrases: bool = True, one_sweep: bool = False
 ) -> bool:
     """One tree sweep, with stock phrases from the original and the current text (none
-    without `phrases`); with `one_sweep`, no sweep follows it whatever it took, which is
-    what its last batches look ahead past.
+    without `phrases`); `one_sweep`: the caller sweeps no more after it, even if it shrank
+    the text, so its last batches look ahead to what the caller tries next.
 
     The original's phrases (a `0`, an `int`) are often gone from the current
     text by the time a node that could take them comes up.
@@ -155,9 +155,7 @@ def _sweep_reducer(
         current,
         original.extended(current.parsed, phrases=phrases),
         current.then,
-        next_sweep=None
-        if one_sweep
-        else lambda: _sweep_reducer(current, original, phrases, one_sweep),
+        next_sweep=None if one_sweep else lambda: _sweep_reducer(current, original, phrases, False),
     )
 
 
