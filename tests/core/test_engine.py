@@ -842,6 +842,13 @@ def slow_winners(text: bytes) -> float:
     return 0.2 if b"!" in text else 0.0
 
 
+def lessons_of_a_tenth(text: bytes) -> float:
+    """Slow winners, and lessons' losers of 0.1 s: a candidate is no likelier to win before
+    it ran 0.1 s, time for the other job to start the batch's next, however loaded the
+    machine (a job still free once the oldest looks likely to win bets, stopping nothing)."""
+    return 0.1 if text.startswith(b"lose") else slow_winners(text)
+
+
 def test_while_a_slow_candidate_runs_a_free_job_tests_what_follows_its_win(make_engine):
     """The batch's one candidate runs longer than the losers did: the idle job tests what
     its caller says it tries next if it wins, so the next batch finds both verdicts known.
@@ -893,7 +900,7 @@ def test_a_bet_takes_the_job_of_a_later_candidate_once_the_oldest_is_likelier_to
     oldest's test holds until then (before: the later test kept its job till the oldest
     ended, and nothing was bet)."""
     bet_started = threading.Event()
-    recorder = Recorder(slow_winners)
+    recorder = Recorder(lessons_of_a_tenth)
 
     def run(text: bytes) -> Outcome:
         tickets.test_under_way()
@@ -921,7 +928,7 @@ def test_a_bet_takes_the_job_of_a_later_candidate_once_the_oldest_is_likelier_to
 def test_a_candidate_stopped_for_a_bet_is_judged_again_when_the_oldest_loses(make_engine):
     """The oldest candidate looked like a winner and lost: the later one whose test was
     stopped for the bet is tested again, and the answer is what one job finds."""
-    recorder = Recorder(lambda text: 0.3 if text == b"slow" else slow_winners(text))
+    recorder = Recorder(lambda text: 0.3 if text == b"slow" else lessons_of_a_tenth(text))
     begun: list[bytes] = []
 
     def run(text: bytes) -> Outcome:
@@ -987,6 +994,8 @@ def test_a_bet_takes_a_job_once_the_oldests_first_test_passed_where_such_ones_wo
     oldest's win; the oldest's second test holds until then. Before, a bet went by the
     time run alone, and none was made."""
     bet_started = threading.Event()
+    later_under_way = threading.Event()  # before the oldest's first test passes, however
+    # loaded the machine: else a job still free then bets without stopping a test
 
     def run(text: bytes) -> Outcome:
         tickets.test_under_way()
@@ -994,7 +1003,10 @@ def test_a_bet_takes_a_job_once_the_oldests_first_test_passed_where_such_ones_wo
             time.sleep(0.3)
         elif text.startswith(b"B:win"):
             time.sleep(0.05)
+        elif text == b"A:slow!":
+            assert later_under_way.wait(5)
         elif text == b"A:later":
+            later_under_way.set()
             run_until_abandoned()
         elif text == b"B:slow!":
             assert bet_started.wait(5), "no bet once the oldest's first test passed"
