@@ -28,6 +28,7 @@ from functools import cache
 import tree_sitter
 
 from gitreduce.lang.grammars import Grammar
+from gitreduce.lang.respan import Spans, respanned
 
 _PLAIN_TOKEN = re.compile(rb"\w+|[^\w\s]")
 
@@ -183,11 +184,12 @@ _MAX_SPLICES = 64
 class _Parent:
     """A text's full parse, kept so that candidates made from it re-parse incrementally."""
 
-    __slots__ = ("_defects_before", "_line_starts", "_starts", "text", "tree")
+    __slots__ = ("_defects_before", "_line_starts", "_starts", "spans", "text", "tree")
 
-    def __init__(self, text: bytes, tree: tree_sitter.Tree) -> None:
+    def __init__(self, text: bytes, tree: tree_sitter.Tree, spans: Spans | None = None) -> None:
         self.text = text
         self.tree = tree
+        self.spans = spans  # its tokens' (`leaf_spans`), once `Syntax.parse` read them
         self._line_starts: list[int] | None = None
         self._starts: list[int] | None = None
         self._defects_before: list[int] | None = None
@@ -230,6 +232,25 @@ class _Parent:
         return self._starts[item], before[item]
 
 
+@dataclass(frozen=True)
+class _Passed:
+    """A text the gate let through with no syntax error, its tree, and where it was re-parsed
+    from: the parent, the splices that made it, and the parent's tree told of them."""
+
+    text: bytes
+    tree: tree_sitter.Tree
+    parent: _Parent | None = None
+    splices: Sequence[Splice] = ()
+    edited: tree_sitter.Tree | None = None
+
+    def spans(self, comments: frozenset[int]) -> Spans | None:
+        """Its tokens' spans from its parent's, where those are known."""
+        parent = self.parent
+        if parent is None or parent.spans is None or self.edited is None:
+            return None
+        return respanned(parent.spans, self.splices, self.edited, self.tree, comments)
+
+
 class Syntax:
     """Parses with one grammar, remembers how broken the original was, and keeps the trees
     of the texts it parsed last, for candidates made from them."""
@@ -247,7 +268,7 @@ class Syntax:
         # text taken, whose tree `parse` then need not build again. Error-free ones only,
         # where an incremental parse is the tree a full parse gives, so keeping them never
         # changes a tree a pass sees.
-        self._passed: deque[tuple[bytes, tree_sitter.Tree]] = deque(maxlen=PASSED_TREES)
+        self._passed: deque[_Passed] = deque(maxlen=PASSED_TREES)
         self._acceptable: set[bytes] = set()  # digests of the texts `check` found acceptable
         tree = self._parser.parse(original)
         self.baseline_errors = self._errors(tree.root_node)
@@ -291,45 +312,70 @@ class Syntax:
         return starts, before
 
     def parse(self, text: bytes) -> Parsed:
+        """`text` parsed, with its tokens' spans: the tree the gate built for it when it let it
+        through, and the spans of the text it was made from, where they are known, moved
+        past the change (`respan.respanned`)."""
         original = self._original
         if len(text) == len(original.text) and text == original.text:
-            self._remember(text, original.tree)
-            return Parsed(text, original.tree, original.token_starts, original.token_ends)
-        tree = self.passed_tree(text) or self._parser.parse(text)
-        self._remember(text, tree)
-        return Parsed(text, tree, *leaf_spans(tree))
+            spans = original.token_starts, original.token_ends
+            self._remember(text, original.tree, spans)
+            return Parsed(text, original.tree, *spans)
+        passed = self._passed_as(text)
+        if passed is None:
+            tree = self._parser.parse(text)
+            spans = leaf_spans(tree)
+        else:
+            tree = passed.tree
+            spans = passed.spans(_comment_kinds(tree.language)) or leaf_spans(tree)
+        self._remember(text, tree, spans)
+        return Parsed(text, tree, *spans)
 
     def passed_tree(self, text: bytes) -> tree_sitter.Tree | None:
         """The tree of `text` if the check let it through lately with no error in it: the
         tree a full parse gives, without the parse."""
+        passed = self._passed_as(text)
+        return passed.tree if passed is not None else None
+
+    def _passed_as(self, text: bytes) -> _Passed | None:
         return next(
-            (tree for passed, tree in self._passed if len(passed) == len(text) and passed == text),
+            (
+                passed
+                for passed in self._passed
+                if len(passed.text) == len(text) and passed.text == text
+            ),
             None,
         )
 
-    def _remember(self, text: bytes, tree: tree_sitter.Tree) -> _Parent:
+    def _remember(self, text: bytes, tree: tree_sitter.Tree, spans: Spans | None = None) -> _Parent:
         text = text if type(text) is bytes else bytes(text)  # a rendered text holds its base
-        parent = _Parent(text, tree)
+        parent = _Parent(text, tree, spans)
         self._parents[text] = parent
         while len(self._parents) > REMEMBERED_TREES:
             self._parents.popitem(last=False)
         return parent
 
-    def reparsed(self, text: bytes, parent: bytes) -> tree_sitter.Tree | None:
-        """The tree a full parse of `text` gives, re-parsed from the tree of `parent`, one of
-        the texts parsed last, where the two differ; None when `parent`'s tree is no longer
-        kept, or when the re-parse has a syntax error (error recovery may then build
-        another tree than a full parse would, and a caller that tokenizes the tree must
-        see the full parse's tokens whatever was parsed before).
+    def reparsed(self, text: bytes, parent: bytes) -> Parsed | None:
+        """`text` as a full parse gives it, re-parsed from the tree of `parent`, one of the
+        texts parsed last, where the two differ, its tokens moved from the parent's where
+        those are known; None when `parent`'s tree is no longer kept, or when the re-parse
+        has a syntax error (error recovery may then build another tree than a full parse
+        would, and a caller that tokenizes the tree must see the full parse's tokens
+        whatever was parsed before).
 
         A lifted seed is its reduced variant with the difference's hunks put back: the
-        parse of 8,800 JavaScript tokens, 4-6 ms in full, re-reads the hunks only.
+        parse of 8,800 JavaScript tokens, 4-6 ms in full, re-reads the hunks only, and
+        reading its tokens from the whole tree (2 ms) is left for the hunks too.
         """
         known = self._parents.get(parent)
         if known is None:
             return None
-        tree = self._parser.parse(text, _edited(known, splices_between(parent, text)))
-        return None if tree.root_node.has_error else tree
+        splices = splices_between(parent, text)
+        edited = _edited(known, splices)
+        tree = self._parser.parse(text, edited)
+        if tree.root_node.has_error:
+            return None
+        spans = _Passed(text, tree, known, splices, edited).spans(_comment_kinds(tree.language))
+        return Parsed(text, tree, *(spans or leaf_spans(tree)))
 
     def _parent(self, text: bytes) -> _Parent:
         known = self._parents.get(text)
@@ -379,7 +425,7 @@ class Syntax:
             self._errors(root) <= self.baseline_errors
         )
         if passes and not root.has_error:
-            self._passed.append((text, tree))
+            self._passed.append(_Passed(text, tree))
         return passes
 
     def _incremental(self, text: bytes, parent: _Parent, splices: Sequence[Splice]) -> bool:
@@ -397,11 +443,12 @@ class Syntax:
         boundary, settled = parent.settled(self, first)
         if settled > self.baseline_errors:
             return False
-        tree = self._parser.parse(text, _edited(parent, splices))
+        edited = _edited(parent, splices)
+        tree = self._parser.parse(text, edited)
         root = tree.root_node
         if not self._any_defect_after(root, boundary):
             if not root.has_error:
-                self._passed.append((text, tree))
+                self._passed.append(_Passed(text, tree, parent, tuple(splices), edited))
             return True
         if settled + 1 > self.baseline_errors:
             return False

@@ -32,9 +32,8 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
-import tree_sitter
-
 from gitreduce.lang.grammars import Grammar
+from gitreduce.lang.syntax import Parsed
 from gitreduce.pair.alignment import Alignment, Hunk, diff_ops
 from gitreduce.pair.tokens import TokenList, join, tokenize
 
@@ -282,13 +281,14 @@ class Lifted:
         self._token_diff = out.token_diff
 
     def alignment(
-        self, reduced: TokenList, grammar: Grammar | None, tree: tree_sitter.Tree | None = None
+        self, reduced: TokenList, grammar: Grammar | None, parsed: Parsed | None = None
     ) -> Alignment:
         """Aligned by the diff the lift built when the lifted text lexes into as many tokens
         as it was built from and every token the diff calls common is (a string's
         inner white space may lex differently in its new place); else diffed afresh.
-        `tree`: the full parse of the lifted text, if known (`Syntax.reparsed`)."""
-        seed = tokenize(self.text, grammar, tree)
+        `parsed`: the full parse of the lifted text and its tokens, if known
+        (`Syntax.reparsed`)."""
+        seed = tokenize(self.text, grammar, parsed=parsed)
         if len(seed) == self._tokens and self._commons_agree(seed.texts(), reduced.texts()):
             return Alignment(seed, reduced, self._token_diff)
         return Alignment(seed, reduced)

@@ -271,8 +271,8 @@ def variant_first(current: PairCurrent) -> bool:
 
     def lifted_pair(variant: TokenList, origins: list[int]) -> PairState:
         lifted = lift(base, variant, origins)
-        tree = syntax.reparsed(lifted.text, variant.text)
-        return PairState.full(lifted.alignment(variant, grammar, tree))
+        parsed = syntax.reparsed(lifted.text, variant.text)
+        return PairState.full(lifted.alignment(variant, grammar, parsed))
 
     def lifted_state(position: int) -> PairState:
         return lifted_pair(*origins_of(position))

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import tree_sitter
 
 from gitreduce.lang.grammars import Grammar
-from gitreduce.lang.syntax import leaf_spans, plain_tokens
+from gitreduce.lang.syntax import Parsed, leaf_spans, plain_tokens
 
 # A line break and the white space after it, up to what starts the line
 _LINE_BREAK = re.compile(rb"\n([ \t\f\v\r]*)")
@@ -152,14 +152,20 @@ _recent = _Recent()
 
 
 def tokenize(
-    text: bytes, grammar: Grammar | None = None, tree: tree_sitter.Tree | None = None
+    text: bytes,
+    grammar: Grammar | None = None,
+    tree: tree_sitter.Tree | None = None,
+    *,
+    parsed: Parsed | None = None,
 ) -> TokenList:
     """Tokens as the benchmarks count them (tree-sitter leaves, comments left out), or plain words.
 
     The grammar's leaves are used directly rather than through `Syntax`, which
     would parse the text a second time to count its baseline errors. `tree`, a
     full parse of `text` with the grammar (one the syntax check kept), spares
-    the parse. Texts tokenized lately are not tokenized again (`_Recent`).
+    the parse; `parsed`, a full parse with its tokens read (`Syntax.reparsed`),
+    the walk of the tree too. Texts tokenized lately are not tokenized again
+    (`_Recent`).
     """
     name = "" if grammar is None else grammar.name
     known = _recent.get(name, text)
@@ -167,6 +173,8 @@ def tokenize(
         return known
     if grammar is None:
         tokens = TokenList.from_spans(text, plain_tokens(text))
+    elif parsed is not None:
+        tokens = TokenList(text, parsed.token_starts, parsed.token_ends)
     else:
         tokens = TokenList(text, *leaf_spans(tree or grammar.parser().parse(text)))
     _recent.put(name, text, tokens)

@@ -168,10 +168,11 @@ def test_a_text_the_gate_let_through_parses_to_the_tree_a_full_parse_gives(name,
     fresh = syntax.grammar.parser().parse(bytes(candidate))
     assert str(parsed.tree.root_node) == str(fresh.root_node)
     assert [leaf.start_byte for leaf in leaves(fresh)] == parsed.token_starts
+    assert [leaf.end_byte for leaf in leaves(fresh)] == parsed.token_ends
     if bytes(candidate) == original:
         assert parsed.tree is syntax.parse(original).tree
     elif passed and not fresh.root_node.has_error:
-        assert any(tree is parsed.tree for _, tree in syntax._passed)
+        assert parsed.tree is syntax.passed_tree(bytes(candidate))
 
 
 def test_the_original_is_parsed_once_for_its_baseline_and_its_first_reduction() -> None:
@@ -346,8 +347,10 @@ def test_a_text_made_from_one_parsed_lately_is_reparsed_to_the_full_parse() -> N
     syntax = Syntax(grammar, parent)
     syntax.parse(parent)
     made = parent.replace(b"a + 1", b"a - 1 - a").replace(b"x * 3", b"[x, 3]")
-    tree = syntax.reparsed(made, parent)
-    assert tree is not None
-    assert leaf_spans(tree) == leaf_spans(grammar.parser().parse(made))
+    parsed = syntax.reparsed(made, parent)
+    assert parsed is not None
+    fresh = grammar.parser().parse(made)
+    assert str(parsed.tree.root_node) == str(fresh.root_node)
+    assert (parsed.token_starts, parsed.token_ends) == leaf_spans(fresh)
     assert syntax.reparsed(made, b"let z = 0;\n") is None  # never parsed: no tree kept
     assert syntax.reparsed(parent.replace(b"a + 1", b"a + + ;"), parent) is None
