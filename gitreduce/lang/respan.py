@@ -6,10 +6,10 @@ re-parsed from it, give the spans `leaf_spans` would read from the whole new
 tree, walking the new tree only around the changes.
 
 Why: every text a reduction takes becomes the new current text, and its token
-spans were read from its whole tree: on 8,600 JavaScript tokens 2-4 ms, on
-23,000 C tokens 0.7 ms, a hundred times a run, on the main thread between one
-test and the next (see docs/overhead.md). Around a deletion of a few nodes,
-all but a few dozen tokens are the parent's, shifted.
+spans were read from its whole tree: 2-4 ms on 8,600 JavaScript tokens, 8 ms
+on 23,000 C tokens, on the main thread between one test and the next (see
+docs/algorithms.md, "Token spans moved past a change"). Around a deletion of
+a few nodes, all but a few dozen tokens are the parent's, shifted.
 
 How: outside the splices and the ranges tree-sitter reports as changed
 (`Tree.changed_ranges`: outside them every byte has the same ancestors in
@@ -20,15 +20,17 @@ new leaf across the point where it deleted: the region takes it in whole,
 and the old `a` and `b` with it); inside, the new tree's leaves are read.
 Leaves that only touch a region stay out: on C with no white space between
 tokens (Csmith's initializers), taking them in spread one region over whole
-lines, slower than a walk of the whole tree. Anything unexpected (many splices, leaves out of
-order) gives None, and the caller reads the whole tree.
+lines, slower than a walk of the whole tree. A region's edges are moved from
+one text to the other through the splices (`_to_old`, `_to_new`), never by
+the region's own shift: widened past a splice that changed the length, that
+shift is no longer the one at the edge. Many splices, or overlapping ones,
+give None, and the caller reads the whole tree.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Collection, Sequence
-from itertools import pairwise
 
 import tree_sitter
 
@@ -59,35 +61,29 @@ def respanned(
     regions = _splice_regions(splices)
     if regions is None:
         return None
-    shifts = list(regions)
+    moves = list(regions)  # where the two texts' offsets do not just shift
     for changed in edited.changed_ranges(tree):
-        regions.append(_from_new(shifts, changed.start_byte, changed.end_byte))
+        start, end = changed.start_byte, changed.end_byte
+        regions.append((_to_old(moves, start, True), _to_old(moves, end, False), start, end))
     while True:
         regions = _merged(regions)
         widened: list[_Region] = []
         found: list[list[tuple[int, int]]] = []
-        for region in regions:
-            old_start, old_end, new_start, new_end = region
+        for old_start, old_end, new_start, new_end in regions:
             first = bisect_right(ends, old_start)  # the first old leaf ending after its start
             last = bisect_left(starts, old_end)  # past the last one starting before its end
             if first < last:
-                grow_left = max(0, old_start - starts[first])
-                grow_right = max(0, ends[last - 1] - old_end)
-                old_start -= grow_left
-                old_end += grow_right
-                new_start -= grow_left
-                new_end += grow_right
+                old_start, old_end = min(old_start, starts[first]), max(old_end, ends[last - 1])
+                new_start = min(new_start, _to_new(moves, old_start, True))
+                new_end = max(new_end, _to_new(moves, old_end, False))
             leaves = _leaves_across(tree, new_start, new_end, comments)
             if leaves:
-                grow_left = max(0, new_start - leaves[0][0])
-                grow_right = max(0, leaves[-1][1] - new_end)
-                old_start -= grow_left
-                old_end += grow_right
-                new_start -= grow_left
-                new_end += grow_right
+                new_start, new_end = min(new_start, leaves[0][0]), max(new_end, leaves[-1][1])
+                old_start = min(old_start, _to_old(moves, new_start, True))
+                old_end = max(old_end, _to_old(moves, new_end, False))
             widened.append((old_start, old_end, new_start, new_end))
             found.append(leaves)
-        if widened == regions and _disjoint(widened):
+        if widened == regions:
             return _assembled(parent, widened, found)
         regions = widened
 
@@ -106,21 +102,30 @@ def _splice_regions(splices: Sequence[tuple[int, int, bytes]]) -> list[_Region] 
     return regions
 
 
-def _from_new(splices: list[_Region], start: int, end: int) -> _Region:
-    """The region of a changed range, [start, end] in the candidate: its ends taken back to
-    the parent's offsets (a splice's region where they fall inside one)."""
-    return (_to_old(splices, start, True), _to_old(splices, end, False), start, end)
-
-
-def _to_old(splices: list[_Region], offset: int, at_start: bool) -> int:
+def _to_old(moves: list[_Region], offset: int, at_start: bool) -> int:
+    """The parent's offset of the candidate's `offset`, a region's start or end: past the
+    splices before it, shifted by what they changed in length; inside one, the splice's
+    own start or end (the region then takes the splice in)."""
     shift = 0
-    for old_start, old_end, new_start, new_end in splices:
-        if offset < new_start:
+    for old_start, old_end, new_start, new_end in moves:
+        if offset < new_start or (offset == new_start and not at_start):
             break
-        if offset <= new_end:
+        if offset < new_end or (offset == new_end and not at_start):
             return old_start if at_start else old_end
         shift = new_end - old_end
     return offset - shift
+
+
+def _to_new(moves: list[_Region], offset: int, at_start: bool) -> int:
+    """`_to_old` the other way: the candidate's offset of the parent's."""
+    shift = 0
+    for old_start, old_end, new_start, new_end in moves:
+        if offset < old_start or (offset == old_start and not at_start):
+            break
+        if offset < old_end or (offset == old_end and not at_start):
+            return new_start if at_start else new_end
+        shift = new_end - old_end
+    return offset + shift
 
 
 def _merged(regions: list[_Region]) -> list[_Region]:
@@ -138,12 +143,6 @@ def _merged(regions: list[_Region]) -> list[_Region]:
         else:
             merged.append(region)
     return merged
-
-
-def _disjoint(regions: list[_Region]) -> bool:
-    return all(
-        earlier[1] < later[0] and earlier[3] < later[2] for earlier, later in pairwise(regions)
-    )
 
 
 def _assembled(parent: Spans, regions: list[_Region], found: list[list[tuple[int, int]]]) -> Spans:

@@ -364,7 +364,9 @@ class Syntax:
 
         A lifted seed is its reduced variant with the difference's hunks put back: the
         parse of 8,800 JavaScript tokens, 4-6 ms in full, re-reads the hunks only, and
-        reading its tokens from the whole tree (2 ms) is left for the hunks too.
+        reading its tokens from the whole tree (2 ms) is left for the hunks too. Its tree
+        is kept: once the lift holds, the seed's candidates are made from it (before, the
+        gate parsed it in full for the first of them).
         """
         known = self._parents.get(parent)
         if known is None:
@@ -375,7 +377,9 @@ class Syntax:
         if tree.root_node.has_error:
             return None
         spans = _Passed(text, tree, known, splices, edited).spans(_comment_kinds(tree.language))
-        return Parsed(text, tree, *(spans or leaf_spans(tree)))
+        spans = spans or leaf_spans(tree)
+        self._remember(text, tree, spans)  # a lift that holds becomes the seed candidates' parent
+        return Parsed(text, tree, *spans)
 
     def _parent(self, text: bytes) -> _Parent:
         known = self._parents.get(text)

@@ -125,17 +125,36 @@ class Provenance:
 
     def origins(self, variant: TokenList, reduced: TokenList) -> list[int]:
         """Per token of `reduced`, the variant token it is (same bytes, same place in the
-        original), or -1 for one the reduction wrote."""
-        token_at = {start: index for index, start in enumerate(variant.starts)}
+        original), or -1 for one the reduction wrote.
+
+        Segment by segment: where the reduced tokens inside one are the variant's at the
+        same place, token for token (nearly all of them: a reduction deletes whole
+        tokens), they are matched by comparing two shifted lists, not one token at a
+        time (8,600 JavaScript tokens: 0.6 ms instead of 3)."""
         origins = [-1] * len(reduced)
-        for index, (start, end) in enumerate(zip(reduced.starts, reduced.ends, strict=True)):
-            at = bisect_right(self._starts, start) - 1
-            if at < 0 or self.segments[at][1] < end:
+        starts, ends = reduced.starts, reduced.ends
+        token_at: dict[int, int] | None = None
+        for segment_start, segment_end, origin in self.segments:
+            first = bisect_left(starts, segment_start)
+            last = bisect_left(starts, segment_end)
+            while last > first and ends[last - 1] > segment_end:
+                last -= 1  # a token running past the segment: the reduction wrote it
+            if first == last:
                 continue
-            segment_start, _, origin = self.segments[at]
-            partner = token_at.get(origin + start - segment_start, -1)
-            if partner >= 0 and variant.ends[partner] - variant.starts[partner] == end - start:
-                origins[index] = partner
+            shift = origin - segment_start
+            partner = bisect_left(variant.starts, starts[first] + shift)
+            end = partner + last - first
+            if variant.starts[partner:end] == [start + shift for start in starts[first:last]] and (
+                variant.ends[partner:end] == [stop + shift for stop in ends[first:last]]
+            ):
+                origins[first:last] = range(partner, end)
+                continue
+            if token_at is None:
+                token_at = {start: index for index, start in enumerate(variant.starts)}
+            for index in range(first, last):
+                match = token_at.get(starts[index] + shift, -1)
+                if match >= 0 and variant.ends[match] == ends[index] + shift:
+                    origins[index] = match
         return origins
 
 

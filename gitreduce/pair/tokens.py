@@ -35,7 +35,7 @@ class TokenList:
     takes its indentation and comments with it.
     """
 
-    __slots__ = ("ends", "leads", "starts", "tail", "text")
+    __slots__ = ("_texts", "ends", "leads", "starts", "tail", "text")
 
     def __init__(self, text: bytes, starts: list[int], ends: list[int]) -> None:
         if len(starts) != len(ends):
@@ -46,6 +46,7 @@ class TokenList:
         self.leads = [0, *ends[:-1]] if ends else []
         # the trivia after the last token is kept whatever is deleted (a final newline)
         self.tail = ends[-1] if ends else 0
+        self._texts: list[bytes] | None = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -79,8 +80,14 @@ class TokenList:
         return found
 
     def texts(self) -> list[bytes]:
-        text = self.text
-        return [text[start:end] for start, end in zip(self.starts, self.ends, strict=True)]
+        """Each token's bytes: read once per list (a lift asks for its reduced variant's
+        three times, 1 ms each on 8,600 tokens), and shared, so not to be changed."""
+        if self._texts is None:
+            text = self.text
+            self._texts = [
+                text[start:end] for start, end in zip(self.starts, self.ends, strict=True)
+            ]
+        return self._texts
 
     def of_text(self, text: bytes) -> TokenList:
         """These tokens over `text`, an object equal to this list's text: the spans shared,
@@ -89,7 +96,7 @@ class TokenList:
             return self
         tokens = TokenList.__new__(TokenList)
         tokens.text, tokens.starts, tokens.ends = text, self.starts, self.ends
-        tokens.leads, tokens.tail = self.leads, self.tail
+        tokens.leads, tokens.tail, tokens._texts = self.leads, self.tail, self._texts
         return tokens
 
     @classmethod

@@ -137,7 +137,9 @@ def reduce_pair_texts(
     # originals' tests calibrate, which mostly wait on the test's processes.
     aligning = ThreadPoolExecutor(1, thread_name_prefix="align")
     # ... as is the parse of the variant the syntax check starts from
-    parsing = aligning.submit(prepared, grammar, settings.variant) if grammar else None
+    parsing = (
+        aligning.submit(prepared, grammar, settings.variant, settings.seed) if grammar else None
+    )
     aligned = aligning.submit(Alignment.of, settings.seed, settings.variant, grammar)
     # ... and so are the slots MinCommonality hoists by (`PairCurrent.catalog`)
     texts = (settings.seed, settings.variant)

@@ -60,11 +60,15 @@ def made_aside(make: Callable[[], Made]) -> Future[Made]:
     return made
 
 
-def prepared(grammar: Grammar, original: bytes) -> Syntax:
+def prepared(grammar: Grammar, original: bytes, *others: bytes) -> Syntax:
     """The syntax check of `original`, its tree and its catalog (`passes/catalog.catalog_of`)
-    made: what the reduction's first pass needs of it, made aside (`made_aside`)."""
+    made: what the reduction's first pass needs of it, made aside (`made_aside`). `others`
+    are parsed too, kept for the check of the first candidates made from them (a pair's
+    seed: 4-6 ms on 8,800 JavaScript tokens, else parsed between two tests)."""
     syntax = Syntax(grammar, original)
     catalog_of(grammar, syntax.parse(original))
+    for other in others:
+        syntax.parse(other)
     return syntax
 
 

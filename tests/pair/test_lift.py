@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from post_decrement import SEED, VARIANT, bug, flat
 from support import PACKAGE_ROOT, bisect_pair
 
@@ -23,7 +25,7 @@ from gitreduce.pair.alignment import Alignment
 from gitreduce.pair.current import PairCurrent
 from gitreduce.pair.lift import Provenance, diffed_origins, lift
 from gitreduce.pair.ppr import reduce_pair, variant_first
-from gitreduce.pair.tokens import tokenize
+from gitreduce.pair.tokens import TokenList, tokenize
 
 C = grammars.load("c")
 
@@ -63,6 +65,55 @@ def test_provenance_follows_tokens_through_deletions_and_hoisting() -> None:
     assert all(origin >= 0 for origin in origins)
     assert [original.token(origin) for origin in origins] == reduced.texts()
     assert original.starts[origins[7]] == variant.index(b"g(); if")  # the second `g`
+
+
+def token_by_token(made: Provenance, variant: TokenList, reduced: TokenList) -> list[int]:
+    """`Provenance.origins` by its definition: each reduced token inside one segment, at
+    the variant token that starts at its origin with its length."""
+    token_at = {start: index for index, start in enumerate(variant.starts)}
+    origins = [-1] * len(reduced)
+    for index, (start, end) in enumerate(zip(reduced.starts, reduced.ends, strict=True)):
+        for segment_start, segment_end, origin in made.segments:
+            if segment_start <= start and end <= segment_end:
+                partner = token_at.get(origin + start - segment_start, -1)
+                if partner >= 0 and variant.token(partner) == reduced.token(index):
+                    origins[index] = partner
+    return origins
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_origins_are_found_token_by_token_or_segment_by_segment_alike(data) -> None:
+    """Two reductions in a row of a real program, nodes deleted or one replaced by another
+    (a hoist): the tokens' origins as the definition finds them."""
+    variant = (PACKAGE_ROOT / "benchmarks" / "cases" / "toy-gcc-pattern" / "variant.c").read_bytes()
+    made, text = Provenance.original(variant), variant
+    for _ in range(2):
+        nodes = sorted(
+            {(leaf.start_byte, leaf.end_byte) for leaf in _named(C.parser().parse(text))}
+        )
+        chosen = sorted(data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=5)))
+        changes: list[edits.Edit] = []
+        for start, end in chosen:
+            if not changes or start >= changes[-1].end:
+                inner = data.draw(
+                    st.sampled_from([None, *[n for n in nodes if start <= n[0] and n[1] <= end]])
+                )
+                changes.append(edits.Edit(start, end, text[inner[0] : inner[1]] if inner else b""))
+        rendered = edits.apply(text, changes)
+        made, text = made.after(text, rendered.splices), bytes(rendered)
+    original, reduced = tokenize(variant, C), tokenize(text, C)
+    assert made.origins(original, reduced) == token_by_token(made, original, reduced)
+
+
+def _named(tree):
+    found, pending = [], [tree.root_node]
+    while pending:
+        node = pending.pop()
+        if node.is_named and node.end_byte > node.start_byte:
+            found.append(node)
+        pending.extend(node.children)
+    return found
 
 
 def test_a_hoisted_text_the_range_holds_twice_is_taken_for_the_changed_one() -> None:
