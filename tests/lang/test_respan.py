@@ -221,3 +221,44 @@ def test_a_variant_with_some_of_its_seeds_hunks_put_back_is_moved_alike(name, da
     got = respanned(leaf_spans(tree), splices, edited, new_tree, comments)
     if got is not None:
         assert got == leaf_spans(new_tree)
+
+
+def _moved_in(language: str, text: bytes, splices: list[tuple[int, int, bytes]]):
+    grammar = grammars.load(language)
+    assert grammar is not None
+    tree = grammar.parser().parse(text)
+    edited = syntax._edited(syntax._Parent(text, tree), splices)
+    candidate = bytearray(text)
+    for start, end, replacement in reversed(splices):
+        candidate[start:end] = replacement
+    new_tree = grammar.parser().parse(bytes(candidate), edited)
+    comments = syntax._comment_kinds(grammar.language)
+    return respanned(leaf_spans(tree), splices, edited, new_tree, comments), leaf_spans(new_tree)
+
+
+def test_a_command_split_over_two_lines_in_bash_is_read_whole() -> None:
+    """A newline written after `cmd` makes its arguments a command of their own: the
+    region starts between two commands, where bash has a hidden newline token and the
+    cursor's search by byte finds no child (before, the region's leaves were missed and
+    the arguments' tokens dropped)."""
+    text = b"echo one\ncmd 'a b' 'c'\necho two\n"
+    at = text.index(b" 'a b'")
+    got, expected = _moved_in("bash", text, [(at, at, b"\n")])
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (b"a { padding: 10px; }\n", b"a { padding: 10; }\n"),
+        (b"a { padding: 10; }\n", b"a { padding: 10px; }\n"),
+    ],
+)
+def test_a_node_that_loses_or_gains_its_only_child_next_to_the_change(before, after) -> None:
+    """CSS reads `10px` as a number whose one child is the unit: without `px` the number
+    itself is a token, with it only the unit is, though the bytes `10` did not change
+    and tree-sitter reports no changed range over them."""
+    at = before.index(b"10") + 2
+    splices = [(at, at + 2, b"")] if len(before) > len(after) else [(at, at, b"px")]
+    got, expected = _moved_in("css", before, splices)
+    assert got == expected
