@@ -19,10 +19,10 @@ tree crosses its edge (a deletion that joins `a` and `b` into `ab` leaves a
 new leaf across the point where it deleted: the region takes it in whole,
 and the old `a` and `b` with it); inside, the new tree's leaves are read.
 Leaves that only touch a region stay out, but for one first widening
-(`_with_neighbours`): on C with no white space between tokens (Csmith's
+(see `respanned`): on C with no white space between tokens (Csmith's
 initializers), taking them in every time spread one region over whole lines,
 slower than a walk of the whole tree. A region's edges are moved from
-one text to the other through the splices (`_to_old`, `_to_new`), never by
+one text to the other through the splices (`_mapped`), never by
 the region's own shift: widened past a splice that changed the length, that
 shift is no longer the one at the edge. Many splices, or overlapping ones,
 give None, and the caller reads the whole tree.
@@ -58,65 +58,60 @@ def respanned(
     better read from the whole tree. `comments`: the kinds that are no token."""
     if not splices or len(splices) > MAX_SPLICES:
         return None
-    starts, ends = parent
     regions = _splice_regions(splices)
     if regions is None:
         return None
     moves = list(regions)  # where the two texts' offsets do not just shift
     for changed in edited.changed_ranges(tree):
         start, end = changed.start_byte, changed.end_byte
-        regions.append((_to_old(moves, start, True), _to_old(moves, end, False), start, end))
-    regions = [_with_neighbours(region, parent, moves, tree, comments) for region in regions]
+        regions.append(
+            (
+                _mapped(moves, start, True, into_old=True),
+                _mapped(moves, end, False, into_old=True),
+                start,
+                end,
+            )
+        )
+    # once, the leaves that touch a region: a node whose children a change took away is
+    # a leaf now, its own bytes a token though they did not change (`10px` less its
+    # unit `px` in CSS: `10`), and one that gains a first child at its edge is none any
+    # more; either lies next to the change, or next to bytes whose ancestors changed (a
+    # space that was inside the node). Every time, they would spread a region over code
+    # written with no white space.
+    regions = [_widened(region, parent, moves, tree, comments, 1)[0] for region in regions]
     while True:
         regions = _merged(regions)
-        widened: list[_Region] = []
-        found: list[list[tuple[int, int]]] = []
-        for old_start, old_end, new_start, new_end in regions:
-            first = bisect_right(ends, old_start)  # the first old leaf ending after its start
-            last = bisect_left(starts, old_end)  # past the last one starting before its end
-            if first < last:
-                old_start, old_end = min(old_start, starts[first]), max(old_end, ends[last - 1])
-                new_start = min(new_start, _to_new(moves, old_start, True))
-                new_end = max(new_end, _to_new(moves, old_end, False))
-            leaves = _leaves_across(tree, new_start, new_end, comments)
-            if leaves:
-                new_start, new_end = min(new_start, leaves[0][0]), max(new_end, leaves[-1][1])
-                old_start = min(old_start, _to_old(moves, new_start, True))
-                old_end = max(old_end, _to_old(moves, new_end, False))
-            widened.append((old_start, old_end, new_start, new_end))
-            found.append(leaves)
-        if widened == regions:
-            return _assembled(parent, widened, found)
-        regions = widened
+        widened = [_widened(region, parent, moves, tree, comments, 0) for region in regions]
+        if [region for region, _ in widened] == regions:
+            return _assembled(parent, widened)
+        regions = [region for region, _ in widened]
 
 
-def _with_neighbours(
+def _widened(
     region: _Region,
     parent: Spans,
     moves: list[_Region],
     tree: tree_sitter.Tree,
     comments: Collection[int],
-) -> _Region:
-    """`region` widened, once, to the leaves of either tree that touch it: a node whose
-    children a change took away is a leaf now, its own bytes a token, though they did not
-    change (`10px` less its unit `px` in CSS: `10`), and one that gains a first child
-    at its edge is none any more; either lies next to the change, or next to the bytes
-    whose ancestors changed (a space that was inside the node). Widening every time
-    to touching leaves would spread over code written with no white space."""
+    reach: int,
+) -> tuple[_Region, list[tuple[int, int]]]:
+    """`region` widened to the leaves of the parent's tokens and of `tree` that overlap
+    it, or come within `reach` bytes of it (1: that touch it), and the leaves of `tree`
+    it was widened by."""
     starts, ends = parent
     old_start, old_end, new_start, new_end = region
-    first = bisect_left(ends, old_start)
-    last = bisect_right(starts, old_end)
+    first = bisect_right(ends, old_start - reach)  # the first leaf ending after its start
+    last = bisect_left(starts, old_end + reach)  # past the last one starting before its end
     if first < last:
         old_start, old_end = min(old_start, starts[first]), max(old_end, ends[last - 1])
-        new_start = min(new_start, _to_new(moves, old_start, True))
-        new_end = max(new_end, _to_new(moves, old_end, False))
-    touching = _leaves_across(tree, max(0, new_start - 1), new_end + 1, comments)
-    if touching:
-        new_start, new_end = min(new_start, touching[0][0]), max(new_end, touching[-1][1])
-        old_start = min(old_start, _to_old(moves, new_start, True))
-        old_end = max(old_end, _to_old(moves, new_end, False))
-    return old_start, old_end, new_start, new_end
+        new_start = min(new_start, _mapped(moves, old_start, True, into_old=False))
+        new_end = max(new_end, _mapped(moves, old_end, False, into_old=False))
+    leaves = _leaves_across(tree, max(0, new_start - reach), new_end + reach, comments)
+    if leaves:
+        new_start, new_end = min(new_start, leaves[0][0]), max(new_end, leaves[-1][1])
+        old_start = min(old_start, _mapped(moves, new_start, True, into_old=True))
+        old_end = max(old_end, _mapped(moves, new_end, False, into_old=True))
+    return (old_start, old_end, new_start, new_end), leaves
 
 
 def _splice_regions(splices: Sequence[tuple[int, int, bytes]]) -> list[_Region] | None:
@@ -133,29 +128,23 @@ def _splice_regions(splices: Sequence[tuple[int, int, bytes]]) -> list[_Region] 
     return regions
 
 
-def _to_old(moves: list[_Region], offset: int, at_start: bool) -> int:
-    """The parent's offset of the candidate's `offset`, a region's start or end: past the
-    splices before it, shifted by what they changed in length; inside one, the splice's
-    own start or end (the region then takes the splice in)."""
+def _mapped(moves: list[_Region], offset: int, at_start: bool, *, into_old: bool) -> int:
+    """The other text's offset of `offset`, a region's start or end (`into_old`: the
+    candidate's, taken to the parent's; else the other way): past the splices before
+    it, shifted by what they changed in length; inside one, the splice's own start or
+    end (the region then takes the splice in)."""
     shift = 0
     for old_start, old_end, new_start, new_end in moves:
-        if offset < new_start or (offset == new_start and not at_start):
+        start, end, other_start, other_end = (
+            (new_start, new_end, old_start, old_end)
+            if into_old
+            else (old_start, old_end, new_start, new_end)
+        )
+        if offset < start or (offset == start and not at_start):
             break
-        if offset < new_end or (offset == new_end and not at_start):
-            return old_start if at_start else old_end
-        shift = new_end - old_end
-    return offset - shift
-
-
-def _to_new(moves: list[_Region], offset: int, at_start: bool) -> int:
-    """`_to_old` the other way: the candidate's offset of the parent's."""
-    shift = 0
-    for old_start, old_end, new_start, new_end in moves:
-        if offset < old_start or (offset == old_start and not at_start):
-            break
-        if offset < old_end or (offset == old_end and not at_start):
-            return new_start if at_start else new_end
-        shift = new_end - old_end
+        if offset < end or (offset == end and not at_start):
+            return other_start if at_start else other_end
+        shift = other_end - end
     return offset + shift
 
 
@@ -176,14 +165,15 @@ def _merged(regions: list[_Region]) -> list[_Region]:
     return merged
 
 
-def _assembled(parent: Spans, regions: list[_Region], found: list[list[tuple[int, int]]]) -> Spans:
-    """The parent's leaves between the regions, shifted, and the new tree's inside them."""
+def _assembled(parent: Spans, regions: list[tuple[_Region, list[tuple[int, int]]]]) -> Spans:
+    """The parent's leaves between the regions, shifted, and the new tree's inside them
+    (`regions`: each with those leaves)."""
     starts, ends = parent
     new_starts: list[int] = []
     new_ends: list[int] = []
     kept = 0  # the next parent leaf not yet placed
     shift = 0  # how far the parent's leaves from `kept` on have moved
-    for (old_start, old_end, _, new_end), leaves in zip(regions, found, strict=True):
+    for (old_start, old_end, _, new_end), leaves in regions:
         before = bisect_right(ends, old_start)  # leaves ending where the region starts, or before
         _shifted_onto(new_starts, starts[kept:before], shift)
         _shifted_onto(new_ends, ends[kept:before], shift)

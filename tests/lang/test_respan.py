@@ -51,24 +51,25 @@ def program(name: str) -> tuple[grammars.Grammar, bytes, tree_sitter.Tree, list[
     return grammar, text, tree, sorted(nodes)
 
 
-def reparsed(
-    name: str, text: bytes, splices: list[tuple[int, int, bytes]]
-) -> tuple[tree_sitter.Tree, tree_sitter.Tree]:
-    """The parent's tree told of `splices`, and the candidate's tree re-parsed from it."""
-    grammar, _, tree, _ = program(name)
+def moved_in(
+    language: str, text: bytes, splices: list[tuple[int, int, bytes]]
+) -> tuple[object, object]:
+    """`respanned`'s spans and the whole walk's, for the candidate `splices` make of
+    `text`, re-parsed from its tree as the syntax gate does it."""
+    grammar = grammars.load(language)
+    assert grammar is not None
+    tree = grammar.parser().parse(text)
     edited = syntax._edited(syntax._Parent(text, tree), splices)
     candidate = bytearray(text)
     for start, end, replacement in sorted(splices, reverse=True):
         candidate[start:end] = replacement
-    return edited, grammar.parser().parse(bytes(candidate), edited)
+    new_tree = grammar.parser().parse(bytes(candidate), edited)
+    comments = syntax._comment_kinds(grammar.language)
+    return respanned(leaf_spans(tree), splices, edited, new_tree, comments), leaf_spans(new_tree)
 
 
 def moved(name: str, splices: list[tuple[int, int, bytes]]) -> tuple[object, object]:
-    """`respanned`'s spans and the whole walk's, for the candidate `splices` make."""
-    grammar, text, tree, _ = program(name)
-    edited, candidate = reparsed(name, text, splices)
-    comments = syntax._comment_kinds(grammar.language)
-    return respanned(leaf_spans(tree), splices, edited, candidate, comments), leaf_spans(candidate)
+    return moved_in(PROGRAMS[name][0], program(name)[1], splices)
 
 
 @st.composite
@@ -202,38 +203,15 @@ def test_a_variant_with_some_of_its_seeds_hunks_put_back_is_moved_alike(name, da
     was moved by the region's own shift, not the splice's, and the tokens past it
     landed a few bytes off)."""
     language, folder = PAIRS[name]
-    grammar = grammars.load(language)
-    assert grammar is not None
     variant = next(folder.glob("variant.*")).read_bytes()
     seed = next(folder.glob("seed.*")).read_bytes()
     every = syntax.splices_between(variant, seed)
     chosen = data.draw(
         st.lists(st.sampled_from(every), min_size=1, max_size=MAX_SPLICES, unique=True)
     )
-    splices = sorted(chosen)
-    tree = grammar.parser().parse(variant)
-    edited = syntax._edited(syntax._Parent(variant, tree), splices)
-    candidate = bytearray(variant)
-    for start, end, replacement in reversed(splices):
-        candidate[start:end] = replacement
-    new_tree = grammar.parser().parse(bytes(candidate), edited)
-    comments = syntax._comment_kinds(grammar.language)
-    got = respanned(leaf_spans(tree), splices, edited, new_tree, comments)
+    got, expected = moved_in(language, variant, sorted(chosen))
     if got is not None:
-        assert got == leaf_spans(new_tree)
-
-
-def _moved_in(language: str, text: bytes, splices: list[tuple[int, int, bytes]]):
-    grammar = grammars.load(language)
-    assert grammar is not None
-    tree = grammar.parser().parse(text)
-    edited = syntax._edited(syntax._Parent(text, tree), splices)
-    candidate = bytearray(text)
-    for start, end, replacement in reversed(splices):
-        candidate[start:end] = replacement
-    new_tree = grammar.parser().parse(bytes(candidate), edited)
-    comments = syntax._comment_kinds(grammar.language)
-    return respanned(leaf_spans(tree), splices, edited, new_tree, comments), leaf_spans(new_tree)
+        assert got == expected
 
 
 def test_a_command_split_over_two_lines_in_bash_is_read_whole() -> None:
@@ -243,7 +221,7 @@ def test_a_command_split_over_two_lines_in_bash_is_read_whole() -> None:
     the arguments' tokens dropped)."""
     text = b"echo one\ncmd 'a b' 'c'\necho two\n"
     at = text.index(b" 'a b'")
-    got, expected = _moved_in("bash", text, [(at, at, b"\n")])
+    got, expected = moved_in("bash", text, [(at, at, b"\n")])
     assert got == expected
 
 
@@ -260,5 +238,5 @@ def test_a_node_that_loses_or_gains_its_only_child_next_to_the_change(before, af
     and tree-sitter reports no changed range over them."""
     at = before.index(b"10") + 2
     splices = [(at, at + 2, b"")] if len(before) > len(after) else [(at, at, b"px")]
-    got, expected = _moved_in("css", before, splices)
+    got, expected = moved_in("css", before, splices)
     assert got == expected
