@@ -38,7 +38,9 @@ import tree_sitter
 Spans = tuple[list[int], list[int]]
 """The start and the end byte of each token, in two lists."""
 
-# Past this many splices a walk of the whole tree costs less than the regions' walks.
+# Past this many splices a walk of the whole tree costs less than the regions': with
+# statements deleted from 8,600 JavaScript tokens, 2.0 against 2.7 ms at 32 splices, 3.4
+# against 2.6 ms at 64 (23,000 C tokens: 4.4 against 7.9 ms at 32).
 MAX_SPLICES = 32
 
 # A region of the change: [old_start, old_end) in the parent, [new_start, new_end) in the
