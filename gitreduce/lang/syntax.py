@@ -312,14 +312,18 @@ class Syntax:
         return starts, before
 
     def parse(self, text: bytes) -> Parsed:
-        """`text` parsed, with its tokens' spans: the tree the gate built for it when it let it
-        through, and the spans of the text it was made from, where they are known, moved
-        past the change (`respan.respanned`)."""
+        """`text` parsed, with its tokens' spans: as parsed lately, or the tree the gate built
+        for it when it let it through, and the spans of the text it was made from, where
+        they are known, moved past the change (`respan.respanned`)."""
         original = self._original
         if len(text) == len(original.text) and text == original.text:
             spans = original.token_starts, original.token_ends
             self._remember(text, original.tree, spans)
             return Parsed(text, original.tree, *spans)
+        known = self._parents.get(text)
+        if known is not None and known.spans is not None:  # parsed lately, and read
+            self._parents.move_to_end(text)
+            return Parsed(text, known.tree, *known.spans)
         passed = self._passed_as(text)
         if passed is None:
             tree = self._parser.parse(text)

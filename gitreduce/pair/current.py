@@ -479,9 +479,14 @@ class SideCurrent(Current, ABC):
 def slots_of(grammar: Grammar, texts: Iterable[bytes]) -> Catalog:
     """Which kinds stand in the same slot in `texts` (`PairCurrent.catalog`), with a parser
     of its own, so any thread may learn it: the syntax check's is the main thread's."""
-    catalog = Catalog(grammar)
     parser = grammar.parser()
-    for text in texts:
-        tree = parser.parse(text)
-        catalog.learn(Parsed(text, tree, *leaf_spans(tree)), phrases=False)
+    trees = ((text, parser.parse(text)) for text in texts)
+    return slots_from(grammar, (Parsed(text, tree, *leaf_spans(tree)) for text, tree in trees))
+
+
+def slots_from(grammar: Grammar, parsed: Iterable[Parsed]) -> Catalog:
+    """`slots_of` texts already parsed."""
+    catalog = Catalog(grammar)
+    for each in parsed:
+        catalog.learn(each, phrases=False)
     return catalog

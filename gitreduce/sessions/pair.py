@@ -25,15 +25,18 @@ from gitreduce.core.stats import Stats
 from gitreduce.git.store import ResultRequest, Store, message, record
 from gitreduce.git.verdicts import GitVerdictCache
 from gitreduce.lang import grammars
+from gitreduce.lang.grammars import Grammar
 from gitreduce.lang.syntax import Syntax
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.pair import PAIR_ALGORITHMS as PAIR_ALGORITHMS
 from gitreduce.pair import PairAlgorithm
 from gitreduce.pair.alignment import Alignment
-from gitreduce.pair.current import PairCurrent, slots_of
+from gitreduce.pair.current import PairCurrent, slots_from
 from gitreduce.pair.dd import isolate_hunks, isolate_tokens
 from gitreduce.pair.ppr import reduce_pair
 from gitreduce.pair.state import PairState
+from gitreduce.pair.tokens import tokenize
+from gitreduce.passes.catalog import Catalog
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
     Echo,
@@ -134,16 +137,18 @@ def reduce_pair_texts(
     spec = pair_spec(settings)
     seed_expected = seed_verdict(settings.polarity)
     # The token diff of two large programs is seconds of Python: computed while the
-    # originals' tests calibrate, which mostly wait on the test's processes.
+    # originals' tests calibrate, which mostly wait on the test's processes; and so are
+    # the parses of both originals the syntax check starts from, once each, and the
+    # slots MinCommonality hoists by (`PairCurrent.catalog`), learnt from them.
     aligning = ThreadPoolExecutor(1, thread_name_prefix="align")
-    # ... as is the parse of the variant the syntax check starts from
-    parsing = (
-        aligning.submit(prepared, grammar, settings.variant, settings.seed) if grammar else None
-    )
-    aligned = aligning.submit(Alignment.of, settings.seed, settings.variant, grammar)
-    # ... and so are the slots MinCommonality hoists by (`PairCurrent.catalog`)
-    texts = (settings.seed, settings.variant)
-    learnt = aligning.submit(slots_of, grammar, texts) if grammar is not None else None
+    parsing = learnt = None
+    if grammar is None:
+        aligned = aligning.submit(Alignment.of, settings.seed, settings.variant)
+    else:
+        made = aligning.submit(_prepared_pair, grammar, settings.seed, settings.variant)
+        parsing = aligning.submit(lambda: made.result().syntax)
+        aligned = aligning.submit(lambda: made.result().alignment)
+        learnt = aligning.submit(lambda: made.result().slots)
     aligning.shutdown(wait=False)
     seed_out, variant_out = settings.seed, settings.variant
 
@@ -235,6 +240,25 @@ def reduce_pair_texts(
     )
     _record_pair(store, result or ResultRequest(), settings, summary)
     return summary
+
+
+@dataclass(frozen=True)
+class _PreparedPair:
+    syntax: Syntax
+    alignment: Alignment
+    slots: Catalog
+
+
+def _prepared_pair(grammar: Grammar, seed: bytes, variant: bytes) -> _PreparedPair:
+    """The syntax check of the variant with both originals parsed (`prepared`), and their
+    alignment and slots from those parses: each original parsed once (three times
+    before, 5 ms each on 8,800 JavaScript tokens, 20 on 23,000 C tokens)."""
+    syntax = prepared(grammar, variant, seed)
+    seeds, variants = syntax.parse(seed), syntax.parse(variant)
+    alignment = Alignment(
+        tokenize(seed, grammar, parsed=seeds), tokenize(variant, grammar, parsed=variants)
+    )
+    return _PreparedPair(syntax, alignment, slots_from(grammar, (seeds, variants)))
 
 
 def _without_comments(
