@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import tree_sitter
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitreduce.lang import grammars, respan, syntax
@@ -92,7 +92,7 @@ def changes(draw: st.DrawFn, name: str) -> list[tuple[int, int, bytes]]:
 
 
 @pytest.mark.parametrize("name", PROGRAMS)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_moved_spans_are_the_whole_walks(name, data):
     got, expected = moved(name, data.draw(changes(name)))
@@ -194,7 +194,7 @@ PAIRS = {
 
 
 @pytest.mark.parametrize("name", PAIRS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_variant_with_some_of_its_seeds_hunks_put_back_is_moved_alike(name, data):
     """What a lift makes: the variant with a subset of the differences from the seed

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from post_decrement import SEED, VARIANT, bug, flat
 from support import PACKAGE_ROOT, bisect_pair
@@ -81,7 +81,7 @@ def token_by_token(made: Provenance, variant: TokenList, reduced: TokenList) -> 
     return origins
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_origins_are_found_token_by_token_or_segment_by_segment_alike(data) -> None:
     """Two reductions in a row of a real program, nodes deleted or one replaced by another
