@@ -46,30 +46,42 @@ class Piece:
 
 
 def deleted_units(tree: TokenTree, kept: set[int]) -> list[Piece]:
-    """The deleted parts of the original variant as restorable pieces, in text order.
+    """The deleted parts of the original variant as restorable pieces, in text order but
+    for a node's deleted leaves, which come after the pieces inside the node.
 
     Each whole subtree the reduction deleted under a node it kept part of is
     one piece; that node's deleted leaves (brackets, separators, keywords a
     hoist left behind) are one more, since they rarely come back one by one.
+
+    The search asks about prefixes of this order, and a restored piece may
+    need others or rule them out: a hoist kept `Cond<65535>` of
+    `<Cond<{ MAX_LENGTH <= 65535 }, u16, u32> as Ret>::R`, and the seed needs
+    the `bool` back. In text order the wrapper's leaves (`<`, then `as Ret`,
+    `::R`) come before the block, so every prefix that held rebuilt the
+    projection, and with it the trait and its impls; after the pieces inside
+    the node, the block is put back into the kept `Cond<...>` first.
     """
-    units: list[Piece] = []
-    pending = [tree.tree.root_node]
+    # (where it goes, 1 for a node's leaves, minus their node's depth): a node's leaves go
+    # after its last token's position, behind the pieces inside it and deeper nodes' leaves
+    placed: list[tuple[tuple[int, int, int], Piece]] = []
+    pending = [(tree.tree.root_node, 0)]
     while pending:
-        node = pending.pop()
+        node, depth = pending.pop()
         loose: list[int] = []
         for child in node.children:
             indices = tree.indices(child)
             if not indices:
                 continue
             if any(index in kept for index in indices):
-                pending.append(child)
+                pending.append((child, depth + 1))
             elif child.child_count == 0:
                 loose += indices
             else:
-                units.append(Piece(tuple(indices), child))
+                placed.append(((indices[0], 0, 0), Piece(tuple(indices), child)))
         if loose:
-            units.append(Piece(tuple(loose)))
-    return sorted(units, key=lambda piece: piece.indices)
+            placed.append(((tree.indices(node)[-1], 1, -depth), Piece(tuple(loose))))
+    placed.sort(key=lambda entry: (entry[0], entry[1].indices))
+    return [piece for _, piece in placed]
 
 
 def split(tree: TokenTree, piece: Piece) -> tuple[Unit, list[Piece]]:

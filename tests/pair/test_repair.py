@@ -14,6 +14,7 @@ from gitreduce.pair.lift import diffed_origins
 from gitreduce.pair.repair import (
     Ahead,
     FirstHolding,
+    Piece,
     Restoration,
     Unit,
     deleted_units,
@@ -73,7 +74,43 @@ def test_whole_deleted_subtrees_are_pieces_and_loose_leaves_go_together() -> Non
     covered = sorted(index for unit in units for index in unit)
     assert len(covered) == len(set(covered))  # no token in two pieces
     assert not restoration.kept & set(covered)
-    assert units == sorted(units)  # in text order
+    # in text order, but a node's own leaves after the pieces inside it: the `int` and
+    # `{ }` of `main` after its body's pieces, the `;` of the top level last
+    assert as_text[2:-2] == [b"( void )", b"helper ( 2 )", b"=", b"int ;", b"( )", b";", b"{ }"]
+    assert as_text[-2:] == [b"int", b";"]
+
+
+def test_a_hoisted_expression_is_filled_in_before_the_call_it_was_hoisted_from() -> None:
+    """`wrap(x + 1)` was reduced to `x`, and the seed needs `x + 1` but breaks on the
+    undeclared `wrap`. The call's own leaves come after the piece inside it, so the
+    prefixes asked about fill in the kept `x` first; in text order every prefix holding
+    `+ 1` held `wrap (` too, and only the whole call came back."""
+    assert C is not None
+    text = b"int main(void) {\n    return wrap(x + 1);\n}\n"
+    tokens = tokenize(text, C)
+    texts = tokens.texts()
+    hoisted = {texts.index(b"wrap"), texts.index(b"wrap") + 1, texts.index(b"+"), texts.index(b"1")}
+    hoisted.add(texts.index(b";") - 1)  # the call's `)`
+    kept = [index for index in range(len(tokens)) if index not in hoisted]
+    tree = parse_tokens(Syntax(C, text), text, list(range(len(tokens))), tokens.texts)
+    restoration = Restoration(tokens, deleted_but(tokens, kept), kept)
+    units = deleted_units(tree, restoration.kept)
+    assert [b" ".join(texts[index] for index in piece.indices) for piece in units] == [
+        b"+ 1",
+        b"( )",
+        b"wrap",
+    ]
+
+    def holds(chosen: list[Piece]) -> bool:
+        restored = restoration.text(piece.indices for piece in chosen)
+        return b"x + 1" in restored and b"wrap" not in restored
+
+    found = fewest_needed(units, asking(holds), most=4)
+    assert found is not None
+    assert (
+        restoration.text(piece.indices for piece in found)
+        == b"int main(void) {\n    return x + 1;\n}\n"
+    )
 
 
 def test_restoring_every_piece_renders_the_original_and_none_the_kept_tokens() -> None:
