@@ -477,6 +477,18 @@ def _start(slot: _Slot, out: IO[bytes]) -> tuple[subprocess.Popen[bytes], bool]:
     return _popen(slot, out, slot.argv, None, slot.env), False
 
 
+class _Started:
+    """How many test processes this process has started: work that would take the
+    processor from the first of them waits until it is under way (`sessions.run.Hold`)."""
+
+    count = 0
+
+
+def started_tests() -> int:
+    """How many test processes this process has started so far."""
+    return _Started.count
+
+
 def _popen(
     slot: _Slot,
     out: IO[bytes],
@@ -484,7 +496,7 @@ def _popen(
     program: str | None,
     env: Mapping[str, str],
 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         argv,
         executable=program,
         cwd=slot.workdir,
@@ -494,6 +506,8 @@ def _popen(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    _Started.count += 1  # a lost count from a race only shortens a `Hold`'s wait
+    return process
 
 
 def _compile_signature(pattern: str | None) -> re.Pattern[str] | None:

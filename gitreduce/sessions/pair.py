@@ -40,6 +40,7 @@ from gitreduce.passes.catalog import Catalog
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
     Echo,
+    Hold,
     Original,
     calibrate_originals,
     calibrated_run,
@@ -141,6 +142,8 @@ def reduce_pair_texts(
     # the parses of both originals the syntax check starts from, once each, and the
     # slots MinCommonality hoists by (`PairCurrent.catalog`), learnt from them.
     aligning = ThreadPoolExecutor(1, thread_name_prefix="align")
+    hold = Hold()
+    aligning.submit(hold.wait)
     parsing = learnt = None
     if grammar is None:
         aligned = aligning.submit(Alignment.of, settings.seed, settings.variant)
@@ -172,6 +175,7 @@ def reduce_pair_texts(
         settings.skip_passes,
     ) as run:
         engine = run.engine
+        hold.release()
         syntax = parsing.result() if parsing is not None else None
         alignment = aligned.result()
         full = PairState.full(alignment)

@@ -26,6 +26,7 @@ from gitreduce.passes.schedule import reduce_program
 from gitreduce.sessions.interrupts import deferring
 from gitreduce.sessions.run import (
     Echo,
+    Hold,
     calibrated_run,
     default_output,
     made_aside,
@@ -121,7 +122,8 @@ def reduce_file(
     grammar, warning = resolve_grammar(settings.path, settings.language)
     warnings = [warning] if warning else []
     # the original's parse and catalog (50 ms on 23,000 C tokens) while its test calibrates
-    parsing = made_aside(lambda: prepared(grammar, original)) if grammar else None
+    hold = Hold()
+    parsing = made_aside(lambda: prepared(grammar, original), hold) if grammar else None
     spec = TestSpec(
         command=settings.test,
         relative_path=settings.path.name,
@@ -145,6 +147,7 @@ def reduce_file(
     with calibrated_run(
         store, spec, warnings, settings.jobs, calibrate, settings.skip_passes
     ) as run:
+        hold.release()
         syntax = parsing.result() if parsing is not None else None
         if syntax is not None and syntax.baseline_errors:
             warnings.insert(  # where it stood before the calibration's own

@@ -1,8 +1,10 @@
-"""A pair's originals calibrated side by side, with real test processes and a real cache."""
+"""A pair's originals calibrated side by side, with real test processes and a real cache;
+work made aside while they run."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pygit2
@@ -11,8 +13,10 @@ from support import quiet_cache
 
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Verdict
+from gitreduce.oracle.runner import Oracle, started_tests
 from gitreduce.oracle.spec import TestSpec
-from gitreduce.sessions.run import Original, calibrate_originals
+from gitreduce.sessions import run as run_module
+from gitreduce.sessions.run import Hold, Original, calibrate_originals, made_aside
 
 SEED, VARIANT = b"int seed;\n", b"int variant;\n"
 
@@ -110,3 +114,31 @@ def test_the_seeds_error_comes_first(tmp_path, cache, jobs):
     variant_wrong = TestSpec(logging_test(tmp_path, 0.0, seed_exit=0, variant_exit=0), "v.c")
     with pytest.raises(UserError, match=r"^variant: the original input is not bad"):
         calibrate_originals(variant_wrong, cache, *originals(), jobs=jobs, echo=None)
+
+
+def test_work_made_aside_waits_for_the_first_test_process_to_start(monkeypatch) -> None:
+    """The parses made aside hold the interpreter while they run: they start once a test
+    process is under way (a real one here), not while the calibration sets up."""
+    monkeypatch.setattr(run_module, "HOLD_SECONDS", 30.0)  # only the test or a release ends it
+    started: list[int] = []
+    hold = Hold()
+    made = made_aside(lambda: started.append(started_tests()) or "parsed", hold)
+    time.sleep(0.05)
+    assert not made.done()  # no test yet: the work waits
+    with Oracle(TestSpec("exit 1", "variant.c", timeout=10), jobs=1) as oracle:
+        before = started_tests()
+        oracle.run(b"int variant;\n")
+    assert made.result(timeout=10) == "parsed"  # not released: the test let it go
+    assert started[0] >= before + 1
+
+
+def test_work_made_aside_starts_when_asked_for_if_no_test_runs(monkeypatch) -> None:
+    """A calibration answered from the cache starts no test: asking for the result lets
+    the work go at once."""
+    monkeypatch.setattr(run_module, "HOLD_SECONDS", 30.0)
+    hold = Hold()
+    made = made_aside(lambda: "parsed", hold)
+    time.sleep(0.05)
+    assert not made.done()
+    hold.release()
+    assert made.result(timeout=10) == "parsed"
