@@ -365,9 +365,10 @@ def restore_fewest(
     and the fewest of its children, and so on down (hierarchical delta debugging,
     each level by `fewest_needed`; `testable`: see there).
 
-    Where no set of a subtree's children holds, every child is needed (the asker
-    refuses the set the pair already has: no smaller) or the search gave up; the
-    children are split all the same. Left whole, such a subtree kept all it held:
+    Where no set of a subtree's children holds and the search did not give up
+    (`most`), every child is needed (the asker refuses the set the pair already
+    has: no smaller), and the children are split all the same. Left whole, such a
+    subtree kept all it held:
     on a held-out Rust pair (the rustc case's seed, its `Table::with_max_len` call
     given other type arguments in the variant, E0308), a 1,119-token `impl` whose type
     parameters, type and body are all needed came back with every method, the
@@ -407,8 +408,10 @@ def restore_fewest(
         others = [unit for unit in restored if unit != piece.indices]
         fixed = [*others, leaves]
         kept = fewest_needed(children, holds_with(fixed), most=most, testable=testable_with(fixed))
-        if kept is None:  # every child needed (the pair it has is no smaller), or none held
-            kept = children
+        if kept is None:
+            if len(children) > most:  # the search gave up: past this many, PPR costs less
+                continue
+            kept = children  # every child needed: the pair it has is no smaller
         restored = [*fixed, *(child.indices for child in kept)]
         pending += kept
     return True
