@@ -92,6 +92,8 @@ def test_origins_are_found_token_by_token_or_segment_by_segment_alike(data) -> N
         nodes = sorted(
             {(leaf.start_byte, leaf.end_byte) for leaf in _named(C.parser().parse(text))}
         )
+        if not nodes:  # the first reduction deleted the whole program
+            break
         chosen = sorted(data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=5)))
         changes: list[edits.Edit] = []
         for start, end in chosen:
