@@ -70,19 +70,34 @@ class Refusals:
     error check keeps the variant bad through deletions that leave the seed no
     longer compiling, so there the seed refuses far more often; elsewhere it
     is the variant. Only the number of tests depends on the order, never a verdict.
+
+    A pair counts once, however it was refused: by a test, or by a verdict the
+    cache already held because a spare job tested it ahead (a lift's test beside
+    the variant's sweeps, a warm-up, a bet). Counting only the tests made the
+    order depend on `--jobs`: at two jobs the lift refused before a repair was
+    known from the cache and went uncounted, the tie sent the repair's first
+    questions to the variant, whose refusals then kept it first, and a held-out
+    C++ pair's repair tested both sides of nearly every question (273 variant
+    tests beside 152 seeds) where one job, seed first, tested about one.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.seed = 0
         self.variant = 0
+        self._counted: set[int] = set()  # the pairs counted, by hash of (seed, variant)
 
     def seed_first(self) -> bool:
         """Ties (no evidence yet) go to the variant, whose property is the rarer one."""
         return self.seed > self.variant
 
-    def count(self, seed_refused: bool) -> None:
+    def count(self, seed_refused: bool, pair: tuple[bytes, bytes]) -> None:
+        """`pair` (its tested seed and variant) was refused by that side, unless counted."""
+        key = hash(pair)
         with self._lock:
+            if key in self._counted:
+                return
+            self._counted.add(key)
             if seed_refused:
                 self.seed += 1
             else:
@@ -123,15 +138,17 @@ class PairJudge:
         known = candidate.measure
         if known is None or (not callable(known) and not self._smaller(known)):
             return False
-        seed_tested, variant_tested = self._tested(candidate)
-        if seed_tested == variant_tested:
+        tested = self._tested(candidate)
+        if tested[0] == tested[1]:
             return False  # one text cannot both pass and fail: the difference went whole
-        variant = engine.recall(variant_tested, self._variant_ok)
-        if variant is not None and not self._variant_ok(variant):
-            return False
-        seed = engine.recall(seed_tested, self._seed_ok)
-        if seed is not None and not self._seed_ok(seed):
-            return False
+        recalled: dict[bool, Outcome | None] = {}
+        for is_seed, text, ok in self._checks(tested):
+            outcome = engine.recall(text, ok)
+            if outcome is not None and not ok(outcome):
+                self._refusals.count(is_seed, tested)
+                return False
+            recalled[is_seed] = outcome
+        seed, variant = recalled[True], recalled[False]
         # a text with a verdict was tested, so it parsed: only new texts need the check
         if variant is None and not engine.parses(candidate.variant, self._variant_precheck):
             return False
@@ -165,36 +182,42 @@ class PairJudge:
         """The likelier refusal's test first; the other's beside it if a job idles
         (`Engine.test_beside`), abandoned as soon as its answer is not wanted."""
         engine = self._engine
-        seed_tested, variant_tested = self._tested(candidate)
-        checks = [
-            (False, variant_tested, self._variant_ok),
-            (True, seed_tested, self._seed_ok),
-        ]
-        if self._refusals.seed_first():
-            checks.reverse()
+        tested = self._tested(candidate)
+        checks = self._checks(tested)
         beside = engine.test_beside(checks[1][1], checks[1][2])
         if beside is None:
-            return self._passes(checks)
+            return self._passes(checks, tested)
         judgement = tickets.current()
         linked = judgement.stoppable(beside.abandon) if judgement else nullcontext()
         try:
             with linked:
-                return self._passes(checks)
+                return self._passes(checks, tested)
         finally:
             beside.abandon()
 
+    def _checks(self, tested: tuple[bytes, bytes]) -> list[tuple[bool, bytes, Accepts]]:
+        """Each side (whether it is the seed, its tested text, its acceptance), the likelier
+        refusal first; `tested`: the seed's and the variant's texts."""
+        seed_tested, variant_tested = tested
+        checks = [(False, variant_tested, self._variant_ok), (True, seed_tested, self._seed_ok)]
+        if self._refusals.seed_first():
+            checks.reverse()
+        return checks
+
     def _sides(self, candidate: PairCandidate) -> list[tuple[bytes, Accepts]]:
         """Each side's tested text and acceptance, the likelier refusal first."""
-        seed_tested, variant_tested = self._tested(candidate)
-        sides = [(variant_tested, self._variant_ok), (seed_tested, self._seed_ok)]
-        if self._refusals.seed_first():
-            sides.reverse()
-        return sides
+        return [(text, ok) for _, text, ok in self._checks(self._tested(candidate))]
 
     def known_refused(self, candidate: PairCandidate) -> bool:
-        """Whether the cache already holds a verdict that refuses one side; nothing counted."""
-        verdicts = ((self._engine.known(text, ok), ok) for text, ok in self._sides(candidate))
-        return any(known is not None and not ok(known) for known, ok in verdicts)
+        """Whether the cache already holds a verdict that refuses one side: no test and no
+        cache hit counted, the refusal counted (see `Refusals`) as judging it would."""
+        tested = self._tested(candidate)
+        for is_seed, text, ok in self._checks(tested):
+            known = self._engine.known(text, ok)
+            if known is not None and not ok(known):
+                self._refusals.count(is_seed, tested)
+                return True
+        return False
 
     def first_untested(self, candidate: PairCandidate) -> tuple[bytes, Accepts] | None:
         """The first text `full` would test on `candidate` that has no verdict yet, and its
@@ -209,12 +232,14 @@ class PairJudge:
                 return None
         return None
 
-    def _passes(self, checks: list[tuple[bool, bytes, Callable[[Outcome], bool]]]) -> bool:
+    def _passes(
+        self, checks: list[tuple[bool, bytes, Accepts]], tested: tuple[bytes, bytes]
+    ) -> bool:
         """Each check in turn; a pass with a check still to come is said to the judgement's
         ticket (`tickets.passed_one`), for the engine's bets."""
         for position, (is_seed, text, ok) in enumerate(checks):
             if not ok(self._engine.outcome(text, ok)):
-                self._refusals.count(is_seed)
+                self._refusals.count(is_seed, tested)
                 return False
             if position < len(checks) - 1:
                 tickets.passed_one()

@@ -12,7 +12,7 @@ from support import run_until_abandoned
 from gitreduce.core.engine import Engine
 from gitreduce.core.keys import blob_id
 from gitreduce.core.outcome import Outcome, Verdict
-from gitreduce.pair.current import PairCandidate, PairJudge
+from gitreduce.pair.current import PairCandidate, PairJudge, Refusals
 
 SMALLER = (0, 1)  # the measure of every candidate here: below the judge's limit
 LIMIT = (1, 0)
@@ -248,3 +248,48 @@ def test_a_measure_that_costs_a_count_is_counted_only_for_pairs_that_parse(engin
     assert counted == [b"larger", b"seed"]
     assert sorted(tested) == [b"bug!", b"seed"]
     assert engine.stats.not_smaller == 1 and engine.stats.syntax_rejected == 1
+
+
+def _first_tested_of(engines, cached_first: list[bytes], asked: list[tuple[bytes, bytes]]):
+    """The texts tested for each pair of `asked` (one batch each, one job), once
+    `cached_first` were tested alone: every judge shares one tally of refusals."""
+    tested: list[bytes] = []
+
+    def run(text: bytes) -> Outcome:
+        tested.append(text)
+        return verdict(text)
+
+    engine = Engine(run, variant_ok, jobs=1)
+    engines.append(engine)
+    for text in cached_first:
+        engine.test(text)
+    refusals = Refusals()
+    per_pair = []
+    for seed, variant in asked:
+        judge = PairJudge(engine, seed_ok, variant_ok, None, LIMIT, refusals)
+        tested.clear()
+        engine.first_judged([PairCandidate(seed, variant, SMALLER)], judge, label="test")
+        per_pair.append(list(tested))
+    return per_pair
+
+
+def test_a_pair_the_cache_already_refuses_counts_as_a_refusal(engines):
+    """A spare job tested the seed ahead (a lift's test beside the variant's sweeps): the
+    pair is refused from the cache, as one job would refuse it by testing, and the next
+    pair asks the seed first, as it would at one job."""
+    per_pair = _first_tested_of(
+        engines, [b"seed 1!"], [(b"seed 1!", b"bug 1!"), (b"seed 2!", b"bug 2!")]
+    )
+    assert per_pair == [[], [b"seed 2!"]]
+
+
+def test_a_pair_refused_twice_counts_once(engines):
+    """The same pair read twice (ahead of its batch, then in it) is one refusal: after it
+    and one refusal by a variant, the sides are even and the variant goes first."""
+    per_pair = _first_tested_of(
+        engines,
+        [b"seed 1!"],
+        [(b"seed 1!", b"bug 1!"), (b"seed 1!", b"bug 1!"), (b"seed 2", b"no bug 2"), (b"s", b"b")],
+    )
+    assert per_pair[:2] == [[], []]
+    assert per_pair[3] == [b"b"]
