@@ -7,6 +7,7 @@ which read and write their two sets the same way.
 
 from __future__ import annotations
 
+import itertools
 import os
 import posixpath
 from collections.abc import Iterable, Sequence
@@ -27,6 +28,12 @@ from gitreduce.git.revisions import (
 )
 
 _BINARY_PROBE = 8192
+
+# A set is copied into every test's scratch directory and tokenized whole before the first
+# test: past these sizes the directory was given by mistake (a home, /tmp, a build tree),
+# and reading it would take minutes of silence before the error a reduction would end in.
+MAX_SET_FILES = 10_000
+MAX_SET_BYTES = 64 * 1024 * 1024
 
 
 @dataclass
@@ -53,7 +60,9 @@ def read_set(paths: Sequence[Path]) -> FileSet:
         if not path.exists():
             raise UserError(f"{path}: no such file or directory")
         if path.is_dir():
-            found.extend(_walk(path, skipped))
+            # no further than one file past the limit: a home directory's walk takes minutes
+            room = max(0, MAX_SET_FILES + 1 - len(found))
+            found.extend(itertools.islice(_walk(path, skipped), room))
         elif path.is_file():
             found.append(path)
         else:
@@ -63,6 +72,7 @@ def read_set(paths: Sequence[Path]) -> FileSet:
     resolved = [path.resolve() for path in found]
     tops = [path.resolve() if path.is_dir() else path.resolve().parent for path in paths]
     root = Path(os.path.commonpath(tops))
+    _require_reducible_size(root, len(resolved), sum(path.stat().st_size for path in resolved))
     files: dict[str, bytes] = {}
     for path in resolved:
         relative = path.relative_to(root).as_posix()
@@ -73,10 +83,25 @@ def read_set(paths: Sequence[Path]) -> FileSet:
     return as_set(root, files, skipped)
 
 
+def _require_reducible_size(root: Path, count: int, size: int) -> None:
+    """A one-line error for a set past `MAX_SET_FILES` or `MAX_SET_BYTES`, before it is read."""
+    if count > MAX_SET_FILES:
+        held = f"more than {MAX_SET_FILES:,} files"
+    elif size > MAX_SET_BYTES:
+        held = f"{size / 2**20:,.1f} MiB, more than {MAX_SET_BYTES // 2**20} MiB"
+    else:
+        return
+    raise UserError(
+        f"the set under {root} holds {held}: too large to reduce as one set (every test "
+        "gets a copy of it); give the directories or files the failure needs"
+    )
+
+
 def as_set(root: Path, files: dict[str, bytes], skipped: list[str]) -> FileSet:
     """The set of `files` under `root`, its binary members found and what was left out said."""
     if not files:
         raise UserError(f"no files to reduce under {root}")
+    _require_reducible_size(root, len(files), sum(map(len, files.values())))
     if not any(content.strip() for content in files.values()):
         raise UserError("every file of the set is empty; there is nothing to reduce")
     opaque = frozenset(name for name, text in files.items() if b"\0" in text[:_BINARY_PROBE])

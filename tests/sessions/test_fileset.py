@@ -16,6 +16,7 @@ from gitreduce.core import fileset
 from gitreduce.core.errors import UserError
 from gitreduce.core.keys import candidate_key
 from gitreduce.git.store import ResultRequest
+from gitreduce.sessions import set_files
 from gitreduce.sessions.fileset import (
     FILES_PASS,
     FileSetSettings,
@@ -169,6 +170,35 @@ def test_links_nested_repositories_and_binaries_are_left_out_or_kept_whole(
     assert any("blob.bin" in warning for warning in read.warnings)
     summary = reduce_files(settings([root], test=f"{GREP_BOTH} && test -e blob.bin"))
     assert summary.files["blob.bin"] == b"\0\1\2flag = 1\n"
+
+
+def test_a_directory_too_large_to_be_a_reproduction_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`git reduce /tmp --test ...` by mistake: one line at once, not minutes of reading and
+    a copy of the whole directory as the "result" when the user gives up."""
+    root = python_project(tmp_path / "proj")
+    monkeypatch.setattr(set_files, "MAX_SET_FILES", 5)
+    with pytest.raises(UserError, match=r"holds more than 5 files: too large"):
+        read_set([root])  # six files
+    with pytest.raises(UserError, match="more than 5 files"):
+        read_set([root / "pkg", root / "main.py", root / "util.py", root / "data.py", root])
+    monkeypatch.setattr(set_files, "MAX_SET_FILES", 6)
+    assert len(read_set([root]).files) == 6
+    monkeypatch.setattr(set_files, "MAX_SET_BYTES", 2**20)
+    (root / "data.py").write_bytes(b"TABLE = []\n" + b"#" * 2**20)
+    with pytest.raises(UserError, match=r"holds 1\.0 MiB, more than 1 MiB"):
+        read_set([root])
+    assert not (tmp_path / "proj.reduced").exists()
+
+
+def test_a_commit_whose_set_is_too_large_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = history(tmp_path)
+    monkeypatch.setattr(set_files, "MAX_SET_FILES", 3)
+    with pytest.raises(UserError, match="more than 3 files"):
+        reduce_revision_set("HEAD~1..HEAD", ["app/"], settings([]), directory=work)
 
 
 NOT_UTF8 = os.fsdecode(b"\xff.py")  # a name the file system holds and a set cannot
