@@ -240,6 +240,12 @@ def load(name: str) -> Grammar | None:
     return None
 
 
+def is_known(name: str) -> bool:
+    """Whether `load` would look for `name` (an alias counts): no grammar is loaded."""
+    name = ALIASES.get(name.lower(), name.lower())
+    return name in OFFICIAL_WHEELS or name in FALLBACK_LANGUAGES
+
+
 def known_languages() -> list[str]:
     return sorted(set(OFFICIAL_WHEELS) | FALLBACK_LANGUAGES)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -44,8 +44,10 @@ from gitreduce.sessions.run import (
     Original,
     calibrate_originals,
     calibrated_run,
+    load_grammar,
+    made_aside,
+    named_language,
     prepared,
-    resolve_grammar,
     run_figures,
 )
 from gitreduce.sessions.verify import Settled, backed_off, settle
@@ -133,26 +135,26 @@ def reduce_pair_texts(
     started = time.monotonic()
     if settings.seed == settings.variant:
         raise UserError("the seed and the variant are identical; there is no difference to reduce")
-    grammar, warning = resolve_grammar(Path(settings.name), settings.language)
-    warnings = [warning] if warning else []
+    language = named_language(Path(settings.name), settings.language)
+    warnings: list[str] = []
     spec = pair_spec(settings)
     seed_expected = seed_verdict(settings.polarity)
     # The token diff of two large programs is seconds of Python: computed while the
     # originals' tests calibrate, which mostly wait on the test's processes; and so are
-    # the parses of both originals the syntax check starts from, once each, and the
-    # slots MinCommonality hoists by (`PairCurrent.catalog`), learnt from them.
-    aligning = ThreadPoolExecutor(1, thread_name_prefix="align")
+    # the grammar's loading, the parses of both originals the syntax check starts from,
+    # once each, and the slots MinCommonality hoists by (`PairCurrent.catalog`), learnt
+    # from them.
     hold = Hold()
-    aligning.submit(hold.wait)
-    parsing = learnt = None
-    if grammar is None:
-        aligned = aligning.submit(Alignment.of, settings.seed, settings.variant)
-    else:
-        made = aligning.submit(_prepared_pair, grammar, settings.seed, settings.variant)
-        parsing = aligning.submit(lambda: made.result().syntax)
-        aligned = aligning.submit(lambda: made.result().alignment)
-        learnt = aligning.submit(lambda: made.result().slots)
-    aligning.shutdown(wait=False)
+    making = made_aside(
+        lambda: _prepared_pair(
+            Path(settings.name),
+            language,
+            settings.language is not None,
+            settings.seed,
+            settings.variant,
+        ),
+        hold,
+    )
     seed_out, variant_out = settings.seed, settings.variant
 
     def seed_ok(outcome: Outcome) -> bool:
@@ -176,8 +178,14 @@ def reduce_pair_texts(
     ) as run:
         engine = run.engine
         hold.release()
-        syntax = parsing.result() if parsing is not None else None
-        alignment = aligned.result()
+        made = making.result()
+        grammar, syntax, alignment = made.grammar, made.syntax, made.alignment
+        if made.warning:
+            warnings.insert(0, made.warning)
+        learnt: Future[Catalog] | None = None
+        if made.slots is not None:
+            learnt = Future()
+            learnt.set_result(made.slots)
         full = PairState.full(alignment)
         current = PairCurrent(
             full, engine, syntax, seed_ok, run.is_interesting, on_change, catalog=learnt
@@ -248,21 +256,29 @@ def reduce_pair_texts(
 
 @dataclass(frozen=True)
 class _PreparedPair:
-    syntax: Syntax
+    grammar: Grammar | None
+    warning: str  # `load_grammar`'s
+    syntax: Syntax | None
     alignment: Alignment
-    slots: Catalog
+    slots: Catalog | None
 
 
-def _prepared_pair(grammar: Grammar, seed: bytes, variant: bytes) -> _PreparedPair:
-    """The syntax check of the variant with both originals parsed (`prepared`), and their
-    alignment and slots from those parses: each original parsed once (three times
-    before, 5 ms each on 8,800 JavaScript tokens, 20 on 23,000 C tokens)."""
+def _prepared_pair(
+    path: Path, language: str | None, requested: bool, seed: bytes, variant: bytes
+) -> _PreparedPair:
+    """The grammar `named_language` found (`load_grammar`); the syntax check of the
+    variant with both originals parsed (`prepared`), and their alignment and slots from
+    those parses: each original parsed once (three times before, 5 ms each on 8,800
+    JavaScript tokens, 20 on 23,000 C tokens)."""
+    grammar, warning = load_grammar(path, language, requested)
+    if grammar is None:
+        return _PreparedPair(None, warning, None, Alignment.of(seed, variant), None)
     syntax = prepared(grammar, variant, seed)
     seeds, variants = syntax.parse(seed), syntax.parse(variant)
     alignment = Alignment(
         tokenize(seed, grammar, parsed=seeds), tokenize(variant, grammar, parsed=variants)
     )
-    return _PreparedPair(syntax, alignment, slots_from(grammar, (seeds, variants)))
+    return _PreparedPair(grammar, "", syntax, alignment, slots_from(grammar, (seeds, variants)))
 
 
 def _without_comments(

@@ -1,22 +1,27 @@
 """A pair's originals calibrated side by side, with real test processes and a real cache;
-work made aside while they run."""
+work made aside while they run (the grammar's loading among it)."""
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pygit2
 import pytest
-from support import quiet_cache
+from support import isolate, quiet_cache
 
+from gitreduce.api import reduce_pair
 from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Verdict
+from gitreduce.git.store import ResultRequest
+from gitreduce.lang import grammars
 from gitreduce.oracle.runner import Oracle, started_tests
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions import run as run_module
 from gitreduce.sessions.run import Hold, Original, calibrate_originals, made_aside
+from gitreduce.sessions.single import SingleSettings, reduce_file
 
 SEED, VARIANT = b"int seed;\n", b"int variant;\n"
 
@@ -142,3 +147,75 @@ def test_work_made_aside_starts_when_asked_for_if_no_test_runs(monkeypatch) -> N
     assert not made.done()
     hold.release()
     assert made.result(timeout=10) == "parsed"
+
+
+# -- the grammar, loaded while the originals' tests run --------------------------------
+
+PROGRAM = b"int kept;\nint bug = 1;\nint other;\n"
+GREP_BUG = "grep -q 'bug' {}"
+
+
+def loads_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many test processes had started each time a grammar was loaded."""
+    seen: list[int] = []
+    load = grammars.load
+
+    def counted(name: str) -> grammars.Grammar | None:
+        seen.append(started_tests())
+        return load(name)
+
+    monkeypatch.setattr(grammars, "load", counted)
+    return seen
+
+
+def test_a_files_grammar_is_loaded_once_its_originals_test_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing a grammar's wheel is 2-3 ms, before the first test the whole of it time
+    outside the tests; made aside, it waits for the calibration's first test process."""
+    isolate(tmp_path, monkeypatch)
+    monkeypatch.setattr(run_module, "HOLD_SECONDS", 30.0)  # only a test lets it go
+    seen = loads_counted(monkeypatch)
+    program = tmp_path / "bug.c"
+    program.write_bytes(PROGRAM)
+    before = started_tests()
+    summary = reduce_file(
+        SingleSettings(program, GREP_BUG, polarity="interesting", jobs=2),
+        result=ResultRequest(),
+    )
+    assert summary.language == "c" and summary.tokens_after < summary.tokens_before
+    assert seen and seen[0] > before
+
+
+def test_a_pairs_grammar_is_loaded_once_its_originals_tests_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate(tmp_path, monkeypatch)
+    monkeypatch.setattr(run_module, "HOLD_SECONDS", 30.0)
+    seen = loads_counted(monkeypatch)
+    seed, variant = tmp_path / "seed.c", tmp_path / "bug.c"
+    seed.write_bytes(PROGRAM.replace(b"bug", b"fine"))
+    variant.write_bytes(PROGRAM)
+    before = started_tests()
+    summary = reduce_pair(seed, variant, GREP_BUG, interesting=True, jobs=2)
+    assert summary.language == "c" and summary.diff_after >= 1
+    assert seen and seen[0] > before
+
+
+def test_a_language_asked_for_is_checked_before_any_test_and_loaded_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate(tmp_path, monkeypatch)
+    program = tmp_path / "bug.c"
+    program.write_bytes(PROGRAM)
+    before = started_tests()
+    unknown = SingleSettings(program, GREP_BUG, polarity="interesting", language="cobol-85")
+    with pytest.raises(UserError, match=r"unknown language 'cobol-85'; known: .*\bc\b"):
+        reduce_file(unknown)
+    assert started_tests() == before  # refused before the calibration ran anything
+    monkeypatch.setattr(grammars, "load", lambda name: None)  # known, but no wheel here
+    with pytest.raises(UserError, match="the C grammar cannot be loaded here"):
+        reduce_file(replace(unknown, language="C"))
+    guessed = reduce_file(replace(unknown, language=None), result=ResultRequest())
+    assert guessed.language is None
+    assert guessed.warnings[0].startswith("no grammar for bug.c; reducing by lines and tokens")
