@@ -298,6 +298,12 @@ class ClusterRunner:
             untrack(self)
             raise
 
+    def set_timeout(self, seconds: float) -> None:
+        """Send the runs that start from now on with `seconds` each (a worker keeps an
+        oracle per spec: the next run makes one with this timeout)."""
+        self.timeout = seconds
+        self._task = replace(self._task, spec=replace(self._task.spec, timeout=seconds))
+
     def set_jobs(self, jobs: int) -> None:
         """Take up to `jobs` runs at once from now on."""
         with self._cond:

@@ -41,7 +41,8 @@ class TestRunner(Protocol):
     once (`set_jobs` changes that while it runs); `stop()` (idempotent, from
     any thread) makes the runs in flight and every later one raise
     `OracleClosed`; `close()` stops and lets go of what the runner holds.
-    `timeout` is the limit every run has.
+    `timeout` is the limit every run has; `set_timeout` changes it for the runs
+    that start after (a runner made before calibration decided it).
     """
 
     timeout: float
@@ -51,6 +52,8 @@ class TestRunner(Protocol):
     def run_with_output(self, content: bytes) -> tuple[Outcome, str]: ...
 
     def set_jobs(self, jobs: int) -> None: ...
+
+    def set_timeout(self, seconds: float) -> None: ...
 
     def stop(self) -> None: ...
 

@@ -257,6 +257,10 @@ class Oracle:
             direct_env={**env, "PWD": os.path.realpath(workdir)},
         )
 
+    def set_timeout(self, seconds: float) -> None:
+        """Give the runs that start from now on `seconds` each."""
+        self.timeout = seconds
+
     def set_jobs(self, jobs: int) -> None:
         """Take up to `jobs` runs at once: new slots as needed (never fewer than before)."""
         with self._cond:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -350,6 +350,10 @@ class _TakingTurns:
     def set_jobs(self, jobs: int) -> None:
         self._runner.set_jobs(jobs)
 
+    def set_timeout(self, seconds: float) -> None:
+        self._runner.set_timeout(seconds)
+        self.timeout = seconds
+
     def stop(self) -> None:
         self._runner.stop()
 
@@ -442,12 +446,16 @@ def calibrated_run(
     with deferred() as interrupts, interrupts.stopping(stop_all), ExitStack() as caches:
         calibration_started = time.monotonic()
         cache = caches.enter_context(verdict_cache(store, spec, warnings))
+        given, hold = spec, Hold()
+        opening = made_aside(lambda: open_runner(given, jobs), hold)
+        caches.callback(_close_when_made, opening, hold)  # made, but calibration failed
         reference: Outcome | None = None
         if not interrupts.requested:
             with suppress(Interrupted):
                 spec, reference, cache = _calibrate(store, spec, warnings, calibrate, caches, cache)
         calibration_seconds = time.monotonic() - calibration_started
-        with open_runner(spec, jobs) as oracle:
+        hold.release()
+        with _calibrated_runner(opening.result(), given, spec, jobs) as oracle:
             run: CalibratedRun
             engine = Engine(
                 cache.recording(repeated(oracle.run, spec)),
@@ -479,6 +487,28 @@ def calibrated_run(
                         f"{'were' if count > 1 else 'was'} contradicted by local runs; the "
                         "result is based on local runs only"
                     )
+
+
+def _calibrated_runner(
+    made: TestRunner, given: TestSpec, calibrated: TestSpec, jobs: int
+) -> TestRunner:
+    """The reduction's runner: `made` for the spec as given, while the originals' tests ran
+    (its scratch directories are 1-2 ms outside the tests once they are calibrated), with
+    the timeout calibration chose; a new one where calibration changed more (the file
+    given as the test's argument)."""
+    if calibrated.timeout is not None and replace(given, timeout=calibrated.timeout) == calibrated:
+        made.set_timeout(calibrated.timeout)
+        return made
+    made.close()
+    return open_runner(calibrated, jobs)
+
+
+def _close_when_made(opening: Future[TestRunner], hold: Hold) -> None:
+    """Close the runner made aside, once made (idempotent: the reduction closed it first,
+    unless calibration failed); its own failure was calibration's too, and is not raised."""
+    hold.release()
+    if opening.exception() is None:
+        opening.result().close()
 
 
 def _calibrate(

@@ -17,7 +17,8 @@ from gitreduce.core.errors import UserError
 from gitreduce.core.outcome import Verdict
 from gitreduce.git.store import ResultRequest
 from gitreduce.lang import grammars
-from gitreduce.oracle.runner import Oracle, started_tests
+from gitreduce.oracle.executor import TestRunner
+from gitreduce.oracle.runner import Oracle, OracleClosed, started_tests
 from gitreduce.oracle.spec import TestSpec
 from gitreduce.sessions import run as run_module
 from gitreduce.sessions.run import Hold, Original, calibrate_originals, made_aside
@@ -219,3 +220,74 @@ def test_a_language_asked_for_is_checked_before_any_test_and_loaded_after(
     guessed = reduce_file(replace(unknown, language=None), result=ResultRequest())
     assert guessed.language is None
     assert guessed.warnings[0].startswith("no grammar for bug.c; reducing by lines and tokens")
+
+
+# -- the reduction's runner, made while the originals' tests run ------------------------
+
+
+def runners_counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, TestRunner]]:
+    """The reduction runners `calibrated_run` opens, with how many test processes had
+    started when each was."""
+    made: list[tuple[int, TestRunner]] = []
+    opening = run_module.open_runner
+
+    def counted(spec: TestSpec, jobs: int) -> TestRunner:
+        started = started_tests()
+        runner = opening(spec, jobs)
+        made.append((started, runner))
+        return runner
+
+    monkeypatch.setattr(run_module, "open_runner", counted)
+    return made
+
+
+def test_the_reductions_runner_is_made_while_the_originals_test_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its scratch directories were 1-2 ms outside the tests once calibration ended."""
+    isolate(tmp_path, monkeypatch)
+    monkeypatch.setattr(run_module, "HOLD_SECONDS", 30.0)
+    made = runners_counted(monkeypatch)
+    program = tmp_path / "bug.c"
+    program.write_bytes(PROGRAM)
+    before = started_tests()
+    slow_original = "grep -q other {} && sleep 0.3; " + GREP_BUG  # five runs, two at a time
+    summary = reduce_file(
+        SingleSettings(program, slow_original, polarity="interesting", jobs=2),
+        result=ResultRequest(),
+    )
+    assert summary.tokens_after < summary.tokens_before
+    assert len(made) == 1 and before < made[0][0] <= before + 2  # beside the first two runs
+    with pytest.raises(OracleClosed):
+        made[0][1].run(PROGRAM)  # closed with the run
+
+
+def test_a_runner_made_before_calibration_takes_the_timeout_it_chose(tmp_path: Path) -> None:
+    given = TestSpec("sleep 5", "v.c")
+    made = Oracle(given, jobs=1)
+    runner = run_module._calibrated_runner(made, given, replace(given, timeout=0.5), 1)
+    with runner:
+        assert runner is made
+        began = time.monotonic()
+        assert runner.run(b"int v;\n").verdict is Verdict.TIMEOUT
+        assert time.monotonic() - began < 4.0
+    other = Oracle(given, jobs=1)
+    changed = replace(given, command="sleep 5 {}", timeout=0.5)  # the file as its argument
+    with run_module._calibrated_runner(other, given, changed, 1) as runner:
+        assert runner is not other and runner.timeout == 0.5
+        with pytest.raises(OracleClosed):
+            other.run(b"int v;\n")
+
+
+def test_a_failed_calibration_closes_the_runner_made_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    isolate(tmp_path, monkeypatch)
+    made = runners_counted(monkeypatch)
+    program = tmp_path / "bug.c"
+    program.write_bytes(PROGRAM)
+    with pytest.raises(UserError, match="the original input is not interesting"):
+        reduce_file(SingleSettings(program, "grep -q absent {}", polarity="interesting"))
+    assert len(made) == 1
+    with pytest.raises(OracleClosed):
+        made[0][1].run(PROGRAM)
