@@ -382,6 +382,7 @@ class CalibratedRun:
     reference: Outcome | None
     oracle: TestRunner
     cache: GitVerdictCache
+    alone: Future[TestRunner]  # the re-verification's, one run at a time: made aside
     interrupted: bool = False
     verified: bool = False
 
@@ -467,8 +468,12 @@ def calibrated_run(
             )
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
             engine.stats.test_seconds += calibration_seconds
+            # the re-verification's runner, made beside the reduction's first tests
+            alone_spec, alone_hold = spec, Hold()
+            alone = made_aside(lambda: open_runner(alone_spec, 1), alone_hold)
+            caches.callback(_close_when_made, alone, alone_hold)
             run = CalibratedRun(
-                engine, spec, reference, oracle, cache, interrupted=reference is None
+                engine, spec, reference, oracle, cache, alone, interrupted=reference is None
             )
             if reference is None:
                 engine.stop()

@@ -27,7 +27,7 @@ from gitreduce.core.errors import UserError
 from gitreduce.core.judges import Accepts
 from gitreduce.core.keys import candidate_key
 from gitreduce.core.outcome import Outcome
-from gitreduce.oracle.executor import TestRunner, open_runner
+from gitreduce.oracle.executor import TestRunner
 from gitreduce.oracle.repeat import describe
 from gitreduce.sessions.run import CalibratedRun
 
@@ -54,15 +54,19 @@ def settle(run: CalibratedRun, chain: Sequence[T], checks: Checks[T]) -> Settled
     what `checks` asks, re-run alone; raises `UserError` when not even the original is.
 
     Stops the reduction's oracle first: its leftover speculative runs would
-    not leave the re-verification alone. The cache seals and packs the
+    not leave the re-verification alone. They are killed at once; waiting for
+    their slots and removing its scratch directories are left to the end of the
+    run (`calibrated_run`), 1-1.5 ms that were spent with no test running. The
+    runner the re-verification runs in was made while the reduction's first
+    tests ran (`CalibratedRun.alone`). The cache seals and packs the
     reduction's verdicts meanwhile.
     """
-    run.oracle.close()
+    run.oracle.stop()
     run.engine.close()
     total = max(STABLE_RUNS, run.spec.repeat)
     unstable = failure = ""
     seen: dict[str, str] = {}  # texts found unstable (by key): what their runs said
-    with open_runner(run.spec, jobs=1) as alone:
+    with run.alone.result() as alone:
         # After the runner is made: the seal's Python work holds the interpreter in 5-ms
         # slices, and making a runner waits on it at every system call (20-60 ms instead
         # of 1-5 on sequence-point's fixture).

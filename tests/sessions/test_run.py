@@ -241,10 +241,12 @@ def runners_counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, TestRunn
     return made
 
 
-def test_the_reductions_runner_is_made_while_the_originals_test_runs(
+def test_the_reductions_runners_are_made_while_tests_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its scratch directories were 1-2 ms outside the tests once calibration ended."""
+    """The reduction's runner while the original's test calibrates, the re-verification's
+    while the reduction's first tests run: their scratch directories were 1-2 ms each with
+    no test running."""
     isolate(tmp_path, monkeypatch)
     monkeypatch.setattr(run_module, "HOLD_SECONDS", 30.0)
     made = runners_counted(monkeypatch)
@@ -256,10 +258,13 @@ def test_the_reductions_runner_is_made_while_the_originals_test_runs(
         SingleSettings(program, slow_original, polarity="interesting", jobs=2),
         result=ResultRequest(),
     )
-    assert summary.tokens_after < summary.tokens_before
-    assert len(made) == 1 and before < made[0][0] <= before + 2  # beside the first two runs
-    with pytest.raises(OracleClosed):
-        made[0][1].run(PROGRAM)  # closed with the run
+    assert summary.tokens_after < summary.tokens_before and summary.verified
+    [(reduction, runner), (verification, alone)] = made
+    assert before < reduction <= before + 2  # beside the calibration's first two runs
+    assert verification > before + 5  # after its five, beside the reduction's first
+    for each in (runner, alone):
+        with pytest.raises(OracleClosed):
+            each.run(PROGRAM)  # closed with the run
 
 
 def test_a_runner_made_before_calibration_takes_the_timeout_it_chose(tmp_path: Path) -> None:
@@ -288,6 +293,6 @@ def test_a_failed_calibration_closes_the_runner_made_beside_it(
     program.write_bytes(PROGRAM)
     with pytest.raises(UserError, match="the original input is not interesting"):
         reduce_file(SingleSettings(program, "grep -q absent {}", polarity="interesting"))
-    assert len(made) == 1
+    assert len(made) == 1  # no re-verification's
     with pytest.raises(OracleClosed):
         made[0][1].run(PROGRAM)
