@@ -469,8 +469,8 @@ def calibrated_run(
             engine.stats.oracle_busy_seconds += calibration_seconds  # the originals' runs
             engine.stats.test_seconds += calibration_seconds
             # the re-verification's runner, made beside the reduction's first tests
-            alone_spec, alone_hold = spec, Hold()
-            alone = made_aside(lambda: open_runner(alone_spec, 1), alone_hold)
+            alone_hold = Hold()
+            alone = made_aside(lambda: open_runner(spec, 1), alone_hold)
             caches.callback(_close_when_made, alone, alone_hold)
             run = CalibratedRun(
                 engine, spec, reference, oracle, cache, alone, interrupted=reference is None
@@ -509,8 +509,10 @@ def _calibrated_runner(
 
 
 def _close_when_made(opening: Future[TestRunner], hold: Hold) -> None:
-    """Close the runner made aside, once made (idempotent: the reduction closed it first,
-    unless calibration failed); its own failure was calibration's too, and is not raised."""
+    """Close a runner made aside once it is made: one its user closed first stays closed
+    (closing is idempotent), one nobody used (calibration failed, or the run ended before
+    its re-verification) is closed here. A failure to make it is raised where it is used,
+    not here."""
     hold.release()
     if opening.exception() is None:
         opening.result().close()
