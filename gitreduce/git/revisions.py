@@ -198,27 +198,38 @@ def read_set_at(
     """Every regular file at or under the repository-relative `paths` in `rev` (no checkout),
     by repository path, and the symbolic links, submodules and names that are not UTF-8
     met there, which a set leaves out. A path absent at `rev` contributes nothing."""
+    members, skipped = set_members_at(repo, rev, paths)
+    return {path: blob.data for path, blob in members}, skipped
+
+
+def set_members_at(
+    repo: pygit2.Repository, rev: str, paths: list[str]
+) -> tuple[list[tuple[str, pygit2.Blob]], list[str]]:
+    """`read_set_at`'s files as blobs not yet read (only trees are), and what it leaves out:
+    a set too large to reduce is refused before its contents are read."""
     commit = resolve_commit(repo, rev)
-    files: dict[str, bytes] = {}
+    members: list[tuple[str, pygit2.Blob]] = []
     skipped: list[str] = []
     for path in paths:
         try:
             entry = commit.tree[path]
         except KeyError:
             continue
-        _collect(entry, path, files, skipped)
-    return files, skipped
+        _collect(entry, path, members, skipped)
+    return members, skipped
 
 
-def _collect(entry: pygit2.Object, path: str, files: dict[str, bytes], skipped: list[str]) -> None:
+def _collect(
+    entry: pygit2.Object, path: str, members: list[tuple[str, pygit2.Blob]], skipped: list[str]
+) -> None:
     if isinstance(entry, pygit2.Tree):
         for child in entry:
-            _collect(child, f"{path}/{child.name}", files, skipped)
+            _collect(child, f"{path}/{child.name}", members, skipped)
     elif (
         isinstance(entry, pygit2.Blob)
         and entry.filemode != pygit2.enums.FileMode.LINK
         and fileset.check_path(path) is None  # a name git stores but a set cannot hold
     ):
-        files[path] = entry.data
+        members.append((path, entry))
     else:
         skipped.append(path)

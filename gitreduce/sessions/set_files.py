@@ -24,6 +24,7 @@ from gitreduce.git.revisions import (
     parse_range,
     read_set_at,
     resolve_commit,
+    set_members_at,
     to_repo_path,
 )
 
@@ -188,11 +189,14 @@ def read_revision_sets(
         if after not in ("directory", "file"):
             raise UserError(f"{path} is a {after} at {bad}; give files or directories")
         tops.append(path if after == "directory" else posixpath.dirname(path))
-    variant, skipped = read_set_at(repo, bad, where)
+    root = posixpath.commonpath(tops)
+    members, skipped = set_members_at(repo, bad, where)
+    # counted before any file is read (`as_set` weighs them once they are)
+    _require_reducible_size(Path(repo.workdir or repo.path) / root, len(members), 0)
+    variant = {path: blob.data for path, blob in members}
     seed, skipped_before = read_set_at(repo, good, where)
     if variant == seed:
         raise UserError(f"{', '.join(where)}: the same at {good} and {bad}; nothing to reduce")
-    root = posixpath.commonpath(tops)
 
     def relative(files: dict[str, bytes]) -> dict[str, bytes]:
         return {posixpath.relpath(path, root or "."): content for path, content in files.items()}
