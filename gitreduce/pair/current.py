@@ -275,6 +275,8 @@ class PairCurrent:
         self.refusals = Refusals()
         # whether a repair put deleted pieces back (see `ppr.min_commonality`)
         self.repaired = False
+        # the pair MinCommonality last ended with (see `ppr.min_commonality`)
+        self.commonality_left: PairState | None = None
         self._first = state
         self._catalog = catalog  # see `catalog`: learnt aside, once
         self.label = ""  # the running pass, set by `run_pass`: the engine counts its tests

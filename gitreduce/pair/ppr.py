@@ -189,8 +189,13 @@ def min_commonality(current: PairCurrent) -> bool:
     the variable holding it), knots the tree can only take part by part. Its
     final passes wait for `finish_commonality`: a whitespace pass here would
     make every text of the next round new, and the next round's
-    MinCommonality pay again for what this one settled.
+    MinCommonality pay again for what this one settled. On the pair it left, unchanged
+    since (MinTdiff and MinLdiff of the next round found nothing), it does not run again:
+    its rounds stopped there on purpose (`reduce_program`: after a late pass that only
+    shortened a spelling).
     """
+    if current.state == current.commonality_left:
+        return False
     before = measure(current.state)
     reduce_program(
         SeedCurrent(current),
@@ -200,6 +205,7 @@ def min_commonality(current: PairCurrent) -> bool:
         phrases=False,
         one_sweep=True,
     )
+    current.commonality_left = current.state
     return measure(current.state) < before
 
 

@@ -796,3 +796,19 @@ def test_a_tree_pass_that_sweeps_once_looks_ahead_to_the_next_pass(language):
     finally:
         engine.close()
     assert engine.lookaheads_compared().get("tree", 0) > 0
+
+
+def test_a_late_pass_that_only_shortens_a_spelling_runs_no_round_again():
+    """`usize` made `i32` (the `types` pass) removes no token: the rounds, which refused
+    every deletion before it, are not run again to find out whether they still do."""
+    program = b"fn f(x: usize) -> usize { x }\nfn g() {}\n"
+
+    def keeps_f(text: bytes) -> bool:
+        return b"fn f(x: " in text and b") -> " in text and b"{ x }" in text
+
+    reduction = reduce_text(program, "rust", keeps_f)
+    assert reduction.text == b"fn f(x: i32) -> i32 { x }\n"
+    assert reduction.passes == ["tree", "types"]
+    # one round that shrank, one that found nothing; none after `types`
+    assert reduction.stats.passes["tree"].runs == 2
+    assert reduction.stats.passes["types"].runs == 1
