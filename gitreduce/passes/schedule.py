@@ -468,7 +468,7 @@ def reduce_program(
     `phrases` and `one_sweep`: see `Program`.
 
     The rounds run again after the late passes only if these removed tokens: a late
-    pass that only shortened a spelling (a type `usize` made `u8`, a name another's)
+    pass that only shortened a spelling (a type `usize` made `i32`, a name another's)
     seldom makes a deletion the rounds refused acceptable, and a round to find out
     retests them all (a pair's seed that must compile: about a tenth of the run, for
     nothing, on a rustc E0308 pair).
