@@ -1,6 +1,8 @@
 """The user-facing error type, which the CLI turns into a one-line message and an exit code,
 and the interruption a reduction stops with."""
 
+from gitreduce.core.outcome import Verdict
+
 
 class UserError(Exception):
     """A problem the user can fix (bad input, unusable test); never shown with a traceback."""
@@ -14,7 +16,14 @@ class UserError(Exception):
 
 
 class MisclassifiedOriginal(UserError):
-    """The test does not give an original input the verdict it must have."""
+    """The test does not give an original input the verdict it must have; `given`: the one
+    it gives (a pair whose seed fails and whose variant passes is told it is swapped)."""
+
+    def __init__(
+        self, message: str, exit_code: int | None = None, *, given: Verdict | None = None
+    ) -> None:
+        super().__init__(message, exit_code)
+        self.given = given
 
 
 class Interrupted(Exception):

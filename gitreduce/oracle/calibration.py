@@ -77,7 +77,8 @@ def calibrate(
         counted = f" in {len(runs)} runs" if spec.repeat > 1 else ""
         raise MisclassifiedOriginal(
             f"the original input is not {wanted} under the test ({_describe(first)}{counted})"
-            + (f": {excerpt}" if excerpt else "")
+            + (f": {excerpt}" if excerpt else ""),
+            given=first.verdict,
         )
     if expect is Verdict.BAD and spec.signature_regex is not None and first.signature is None:
         raise UserError(

@@ -263,10 +263,20 @@ def calibrate_originals(
     processor idled.
     """
     if jobs < 2:
-        for original in (seed, variant):
-            with waiting_notice(echo, original.name, spec):
-                calibrated = _classify(spec, cache, original, jobs, None)
-        return calibrated
+        try:
+            with waiting_notice(echo, seed.name, spec):
+                _classify(spec, cache, seed, jobs, None)
+        except MisclassifiedOriginal as seed_refused:
+            if seed_refused.given is not Verdict.BAD:
+                raise
+            try:  # is the variant the passing one? a few more runs, for a clearer error
+                with waiting_notice(echo, variant.name, spec):
+                    _classify(spec, cache, variant, jobs, None)
+            except UserError as variant_refused:
+                raise (_swapped(seed_refused, variant_refused) or seed_refused) from None
+            raise
+        with waiting_notice(echo, variant.name, spec):
+            return _classify(spec, cache, variant, jobs, None)
     turns = _Turns(2, echo, spec)
     beside = ThreadPoolExecutor(1, thread_name_prefix="calibrate")
     try:
@@ -277,7 +287,7 @@ def calibrate_originals(
             except BaseException as variant_error:
                 seed_error = seed_classified.exception()  # it runs on: its error comes first
                 if isinstance(seed_error, UserError) and isinstance(variant_error, UserError):
-                    raise seed_error from None
+                    raise (_swapped(seed_error, variant_error) or seed_error) from None
                 raise
             seed_classified.result()
             return calibrated
@@ -291,8 +301,29 @@ def _classify(
     """`calibrate_cached` on one original of a pair, its errors named after it."""
     try:
         return calibrate_cached(spec, original.text, original.expect, jobs, cache, runner=runner)
+    except MisclassifiedOriginal as error:
+        named = f"{original.side}: {error}"
+        raise MisclassifiedOriginal(named, error.exit_code, given=error.given) from None
     except UserError as error:
         raise type(error)(f"{original.side}: {error}", error.exit_code) from None
+
+
+def _swapped(seed_error: BaseException, variant_error: BaseException | None) -> UserError | None:
+    """The seed's error told that the pair looks the other way round, when the test fails
+    the seed and passes the variant (a careless `--seed V --variant S`, or `BAD..GOOD`)."""
+    if not (
+        isinstance(seed_error, MisclassifiedOriginal)
+        and isinstance(variant_error, MisclassifiedOriginal)
+        and seed_error.given is Verdict.BAD
+        and variant_error.given is Verdict.GOOD
+    ):
+        return None
+    return MisclassifiedOriginal(
+        f"{seed_error}; and the variant passes it: the two look swapped (the seed is the "
+        "program that passes the test, the variant the one that fails it)",
+        seed_error.exit_code,
+        given=seed_error.given,
+    )
 
 
 class _Turns:

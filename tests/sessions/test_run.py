@@ -13,7 +13,7 @@ import pytest
 from support import isolate, quiet_cache
 
 from gitreduce.api import reduce_pair
-from gitreduce.core.errors import UserError
+from gitreduce.core.errors import MisclassifiedOriginal, UserError
 from gitreduce.core.outcome import Verdict
 from gitreduce.git.store import ResultRequest
 from gitreduce.lang import grammars
@@ -120,6 +120,29 @@ def test_the_seeds_error_comes_first(tmp_path, cache, jobs):
     variant_wrong = TestSpec(logging_test(tmp_path, 0.0, seed_exit=0, variant_exit=0), "v.c")
     with pytest.raises(UserError, match=r"^variant: the original input is not bad"):
         calibrate_originals(variant_wrong, cache, *originals(), jobs=jobs, echo=None)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_seed_that_fails_beside_a_variant_that_passes_is_called_swapped(tmp_path, cache, jobs):
+    swapped = TestSpec(logging_test(tmp_path, 0.0, seed_exit=1, variant_exit=0), "v.c")
+    with pytest.raises(MisclassifiedOriginal) as refused:
+        calibrate_originals(swapped, cache, *originals(), jobs=jobs, echo=None)
+    assert str(refused.value).startswith("seed: the original input is not good")
+    assert "the two look swapped" in str(refused.value)
+    assert len(intervals(tmp_path)["variant"]) >= 1  # at one job too: run to tell
+
+
+@pytest.mark.parametrize(("seed_exit", "variant_exit"), [(1, 1), (125, 0), (1, 125)])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_only_a_failing_seed_and_a_passing_variant_are_called_swapped(
+    tmp_path, cache, jobs, seed_exit, variant_exit
+):
+    spec = TestSpec(logging_test(tmp_path, 0.0, seed_exit, variant_exit), "v.c")
+    with pytest.raises(
+        MisclassifiedOriginal, match=r"^seed: the original input is not good"
+    ) as refused:
+        calibrate_originals(spec, cache, *originals(), jobs=jobs, echo=None)
+    assert "swapped" not in str(refused.value)
 
 
 def test_work_made_aside_waits_for_the_first_test_process_to_start(monkeypatch) -> None:
