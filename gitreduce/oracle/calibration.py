@@ -72,8 +72,8 @@ def calibrate(
     if first.verdict is not expect:
         excerpt = _last_line(output)
         wanted = expect.value
-        if spec.polarity == "interesting" and expect is Verdict.BAD:
-            wanted = "interesting"
+        if spec.polarity == "interesting":  # a C-Reduce script tells only these two apart
+            wanted = "interesting" if expect is Verdict.BAD else "uninteresting"
         counted = f" in {len(runs)} runs" if spec.repeat > 1 else ""
         raise MisclassifiedOriginal(
             f"the original input is not {wanted} under the test ({_describe(first)}{counted})"

@@ -273,7 +273,7 @@ def calibrate_originals(
                 with waiting_notice(echo, variant.name, spec):
                     _classify(spec, cache, variant, jobs, None)
             except UserError as variant_refused:
-                raise (_swapped(seed_refused, variant_refused) or seed_refused) from None
+                raise (_swapped(seed_refused, variant_refused, seed) or seed_refused) from None
             raise
         with waiting_notice(echo, variant.name, spec):
             return _classify(spec, cache, variant, jobs, None)
@@ -287,7 +287,7 @@ def calibrate_originals(
             except BaseException as variant_error:
                 seed_error = seed_classified.exception()  # it runs on: its error comes first
                 if isinstance(seed_error, UserError) and isinstance(variant_error, UserError):
-                    raise (_swapped(seed_error, variant_error) or seed_error) from None
+                    raise (_swapped(seed_error, variant_error, seed) or seed_error) from None
                 raise
             seed_classified.result()
             return calibrated
@@ -308,19 +308,22 @@ def _classify(
         raise type(error)(f"{original.side}: {error}", error.exit_code) from None
 
 
-def _swapped(seed_error: BaseException, variant_error: BaseException | None) -> UserError | None:
-    """The seed's error told that the pair looks the other way round, when the test fails
-    the seed and passes the variant (a careless `--seed V --variant S`, or `BAD..GOOD`)."""
+def _swapped(
+    seed_error: BaseException, variant_error: BaseException, seed: Original
+) -> UserError | None:
+    """The seed's error told that the pair looks the other way round, when the test finds
+    the failure in the seed and gives the variant the seed's verdict (a careless `--seed V
+    --variant S`, or `BAD..GOOD`)."""
     if not (
         isinstance(seed_error, MisclassifiedOriginal)
         and isinstance(variant_error, MisclassifiedOriginal)
         and seed_error.given is Verdict.BAD
-        and variant_error.given is Verdict.GOOD
+        and variant_error.given is seed.expect
     ):
         return None
     return MisclassifiedOriginal(
-        f"{seed_error}; and the variant passes it: the two look swapped (the seed is the "
-        "program that passes the test, the variant the one that fails it)",
+        f"{seed_error}; the variant gets the seed's verdict instead: the two look swapped "
+        "(the seed is the program without the failure, the variant the one with it)",
         seed_error.exit_code,
         given=seed_error.given,
     )

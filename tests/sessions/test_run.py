@@ -132,6 +132,21 @@ def test_a_seed_that_fails_beside_a_variant_that_passes_is_called_swapped(tmp_pa
     assert len(intervals(tmp_path)["variant"]) >= 1  # at one job too: run to tell
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_c_reduce_scripts_swapped_pair_is_called_swapped_too(tmp_path, cache, jobs):
+    """Under --interesting a passing seed is merely uninteresting (any exit but 0): the
+    variant that gets that verdict, beside a seed that is interesting, is the seed."""
+    interesting_seed = logging_test(tmp_path, 0.0, seed_exit=0, variant_exit=1)
+    spec = TestSpec(interesting_seed, "v.c", polarity="interesting")
+    uninteresting = Original(SEED, Verdict.SKIP, "the original seed", "seed")
+    with pytest.raises(MisclassifiedOriginal) as refused:
+        calibrate_originals(spec, cache, uninteresting, originals()[1], jobs=jobs, echo=None)
+    assert str(refused.value).startswith(
+        "seed: the original input is not uninteresting under the test (exit 0)"
+    )
+    assert "the two look swapped" in str(refused.value)
+
+
 @pytest.mark.parametrize(("seed_exit", "variant_exit"), [(1, 1), (125, 0), (1, 125)])
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_only_a_failing_seed_and_a_passing_variant_are_called_swapped(
