@@ -10,7 +10,11 @@ scratch root while it exists. When gitreduce ends, however it ends, the
 kernel closes the write end; the reaper reads end-of-file, kills the groups
 still registered with SIGKILL, and every process of their sessions (a command
 that coreutils' `timeout` runs is in a group of its own there), and removes
-the roots still registered. After a clean end both lists are empty. Groups
+the roots still registered. A test gitreduce started but had not yet told
+(it died between the two, which a busy interpreter can stretch to
+milliseconds, time enough for the test's shell to start its children) is
+found too: every test leads a session of its own and works in a slot of a
+registered root. After a clean end both lists are empty. Groups
 registered as graceful (a triage's child reductions, which keep their best
 result and verdicts on a signal) get SIGTERM instead.
 
@@ -48,21 +52,49 @@ while True:
         known = {b"g": groups, b"t": gentle}.get(kind, roots)
         item = os.fsdecode(bytes.fromhex(value.decode())) if kind == b"d" else int(value)
         (known.add if change == b"+" else known.discard)(item)
-for group in groups:
+
+
+def session_of(pid):
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as stat:
+            return int(stat.read().rpartition(b")")[2].split()[3])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def works_in_a_root(pid):
+    try:
+        where = os.readlink("/proc/%d/cwd" % pid)
+    except OSError:
+        return False
+    return any(where == root or where.startswith(root + "/") for root in real_roots)
+
+
+real_roots = {os.path.realpath(root).rstrip("/") for root in roots}
+processes = []
+if (groups or roots) and os.path.isdir("/proc"):
+    processes = [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+# a test whose start gitreduce had not told yet (it died between the two): a session's
+# leader, as every test is, working in a slot of a scratch root
+unregistered = {
+    pid
+    for pid in processes
+    if pid not in gentle and session_of(pid) == pid and works_in_a_root(pid)
+}
+doomed = groups | unregistered
+for group in doomed:
     try:
         os.killpg(group, signal.SIGKILL)
     except OSError:
         pass
 # what a test ran in a group of its own (`timeout`'s) is still in the test's session, whose
 # id is the test's pid, its group's id
-for entry in os.listdir("/proc") if groups and os.path.isdir("/proc") else ():
-    try:
-        with open("/proc/" + entry + "/stat", "rb") as stat:
-            session = int(stat.read().rpartition(b")")[2].split()[3])
-        if session in groups:
-            os.kill(int(entry), signal.SIGKILL)
-    except (OSError, ValueError):
-        pass
+for pid in processes:
+    if session_of(pid) in doomed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 for group in gentle:
     try:
         os.killpg(group, signal.SIGTERM)

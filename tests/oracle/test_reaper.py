@@ -55,3 +55,38 @@ def _kill_9_of_the_owner(tmp_path, command):
         owner.wait()
         for pid in sleeping(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+# A test started but not yet told to the reaper (the owner died between the two: the runner
+# tells it once the test's process exists), beside a process that only shares its habits.
+_UNTOLD = """
+import os, subprocess, sys, time
+from gitreduce.oracle.reaper import reaper
+inside, outside, root = sys.argv[1], sys.argv[2], sys.argv[3]
+slot = os.path.join(root, "slot-0")
+os.makedirs(slot)
+reaper().watch_root(root)
+subprocess.Popen(["sleep", "1000", inside], cwd=slot, start_new_session=True)
+subprocess.Popen(["sleep", "1000", outside], cwd="/", start_new_session=True)
+time.sleep(1000)
+"""
+
+
+def test_kill_9_of_the_owner_kills_a_test_it_had_not_told_the_reaper_of(tmp_path):
+    """Every test leads a session of its own and works in a slot of a scratch root the
+    reaper knows: that finds it too. A process working elsewhere is left alone."""
+    inside, outside = sleep_marker(), sleep_marker()
+    root = tmp_path / "gitreduce-root"
+    owner = subprocess.Popen([sys.executable, "-c", _UNTOLD, inside, outside, str(root)])
+    try:
+        assert eventually(lambda: sleeping(inside) and sleeping(outside), 30), "never started"
+        owner.kill()
+        owner.wait()
+        assert eventually(lambda: not sleeping(inside)), "the untold test outlived its owner"
+        assert eventually(lambda: not root.exists())
+        assert sleeping(outside), "a process working outside the scratch root was killed"
+    finally:
+        owner.kill()
+        owner.wait()
+        for pid in sleeping(inside) + sleeping(outside):
+            os.kill(pid, signal.SIGKILL)
