@@ -17,7 +17,8 @@ class UserError(Exception):
 
 class MisclassifiedOriginal(UserError):
     """The test does not give an original input the verdict it must have; `given`: the one
-    it gives (a pair whose seed fails and whose variant passes is told it is swapped)."""
+    it gives (a pair whose seed shows the failure while its variant gets the seed's verdict
+    is told it looks swapped)."""
 
     def __init__(
         self, message: str, exit_code: int | None = None, *, given: Verdict | None = None

@@ -301,11 +301,9 @@ def _classify(
     """`calibrate_cached` on one original of a pair, its errors named after it."""
     try:
         return calibrate_cached(spec, original.text, original.expect, jobs, cache, runner=runner)
-    except MisclassifiedOriginal as error:
-        named = f"{original.side}: {error}"
-        raise MisclassifiedOriginal(named, error.exit_code, given=error.given) from None
     except UserError as error:
-        raise type(error)(f"{original.side}: {error}", error.exit_code) from None
+        error.args = (f"{original.side}: {error}",)  # named, its kind and verdict kept
+        raise
 
 
 def _swapped(
