@@ -139,9 +139,11 @@ class Current:
 
     def supposing(self, text: bytes) -> Current:
         """This text as if the engine had taken `text`: for deriving what a pass tries
-        next should it, never for trying (nothing is told of it)."""
+        next should it, never for trying (nothing is told of it). What the schedule
+        tries after the pass (`then`) is not known for it: it reads the text taken."""
         supposed = copy.copy(self)
         supposed._on_change = None
+        supposed.then = None
         supposed.text = bytes(text)
         supposed.rendered = text
         supposed.parsed = self.syntax.parse(supposed.text) if self.syntax else None
@@ -252,6 +254,11 @@ def opening_deletions(current: Current, units: Sequence[Unit]) -> Iterator[bytes
         yield render_deletions(snapshot, deletion_spans(units, kept))
 
 
+def _lazily(make: Callable[[bytes], Iterable[bytes]], text: bytes) -> Iterator[bytes]:
+    """`make(text)`, made only once the items before it in a chain are read."""
+    yield from make(text)
+
+
 class _FirstTaken(Exception):
     """One of the texts offered before ddmin's candidates was taken: ddmin stops there."""
 
@@ -264,6 +271,8 @@ def first_then_delete_units(
     *,
     try_empty: bool = True,
     lookahead: Lookahead[bytes] | None = None,
+    after_first: AfterSuccess[bytes] | None = None,
+    after_deleting: Callable[[bytes], Iterable[bytes]] | None = None,
 ) -> tuple[int | None, bool]:
     """The texts of `first` (rendered as they are reached), in order, then ddmin over
     `units` if none is taken, all read as one stream of candidates; which of `first`
@@ -274,8 +283,11 @@ def first_then_delete_units(
     ddmin's first candidates are tested side by side (`Engine.first_judged`).
     `lookahead`: what the caller tries next if nothing here is taken, for every
     stream ddmin reads. What ddmin reads after each of its candidates, should it be
-    taken, goes with every stream too (`Plan.after`); what the caller does after
-    one of `first` is not known here.
+    taken, goes with every stream too (`Plan.after`), for a bet while that
+    candidate's test runs; what the caller does next is its own: `after_first(i)`
+    once `first[i]` is taken, `after_deleting(text)` once ddmin ends on `text`
+    (after the candidate ddmin reads then, all refused). Without them a bet on the
+    last of ddmin's candidates, or on one of `first`, has nothing to test.
     """
     snapshot = current.text
     before = len(snapshot)
@@ -292,10 +304,15 @@ def first_then_delete_units(
         nonlocal leading, taken
         offered, leading = leading, ()
 
-        def after(index: int) -> Iterator[bytes]:
+        def after(index: int) -> Iterable[bytes]:
             if index < len(offered):
-                return iter(())  # what the caller does after one of `first` is its own
-            return (render(subset) for subset in plan.after(index - len(offered)))
+                return after_first(index) if after_first is not None else ()
+            step = plan.step(index - len(offered))
+            following = (render(subset) for subset in plan.after(index - len(offered)))
+            if after_deleting is None:
+                return following
+            taken = render(() if step is None else step.kept)
+            return itertools.chain(following, _lazily(after_deleting, taken))
 
         found = current.try_candidates(
             itertools.chain(

@@ -155,7 +155,9 @@ def _sweep_reducer(
         current,
         original.extended(current.parsed, phrases=phrases),
         current.then,
-        next_sweep=None if one_sweep else lambda: _sweep_reducer(current, original, phrases, False),
+        next_sweep=None
+        if one_sweep
+        else lambda swept: _sweep_reducer(swept, original, phrases, False),
     )
 
 

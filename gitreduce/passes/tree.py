@@ -12,9 +12,10 @@ found again in the re-parsed tree when popped.
 
 from __future__ import annotations
 
+import copy
 import functools
 import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import tree_sitter
@@ -248,8 +249,9 @@ class TreeReducer:
     """One sweep of the heap over the current tree; call `sweep` until it reports no progress.
 
     `then`: what the caller tries once a sweep ends without progress (the schedule's next
-    pass), the lookahead of the sweep's last batches. `next_sweep`: the reducer of the
-    sweep the caller runs after one that shrank the text; where the sweep's last batches
+    pass), the lookahead of the sweep's last batches. `next_sweep(current)`: the reducer
+    of the sweep the caller runs on `current` after one that shrank the text; where the
+    sweep's last batches
     look ahead then (its `opening`), instead of leaving a job idle until the sweep ends.
     Without it no sweep follows (a caller that sweeps once a round), and they look ahead
     to `then` whether the sweep shrank the text or not.
@@ -260,7 +262,7 @@ class TreeReducer:
         current: Current,
         catalog: Catalog,
         then: Lookahead[bytes] | None = None,
-        next_sweep: Callable[[], TreeReducer] | None = None,
+        next_sweep: Callable[[Current], TreeReducer] | None = None,
     ) -> None:
         if current.syntax is None:
             raise ValueError("tree reduction needs a grammar")
@@ -415,6 +417,10 @@ class TreeReducer:
                 units,
                 try_empty=phase == 0,
                 lookahead=functools.partial(self._ahead, start, end, kind, old_length, phase),
+                after_first=functools.partial(self._after_hoist, start, end, first),
+                after_deleting=functools.partial(
+                    self._after_deleting, start, end, kind, old_length, phase
+                ),
             )
             first = []
             if taken is not None:
@@ -446,17 +452,65 @@ class TreeReducer:
         shift = len(self.current.text) - length
         log = self._log + ([_Change(start, end, shift)] if shift else [])
         node = _locate(parsed.tree.root_node, start, end + shift, kind)
-        if node is None:
-            return
-        yield from self._offers(node, phase + 1)
         heap = list(self._heap)
-        for child in node.named_children:
-            _push(heap, parsed, child, len(log))
+        if node is not None:  # else the node went whole, and the sweep goes on with the heap
+            yield from self._offers(node, phase + 1)
+            for child in node.named_children:
+                _push(heap, parsed, child, len(log))
         yield from self._handed_out(heap, parsed, log)
+        yield from self._after_heap()
+
+    def _after_heap(self) -> Iterator[bytes]:
+        """What follows once the heap is empty: the next sweep, if this one shrank the text
+        and one follows, else the caller's next pass (`then`)."""
         if len(self.current.text) < self._start_length and self._next_sweep is not None:
-            yield from self._next_sweep().opening()
+            yield from self._next_sweep(self.current).opening()
         elif self._then is not None:
             yield from self._then()  # no sweep follows: the caller goes on
+
+    def _supposing(self, text: bytes) -> TreeReducer | None:
+        """This sweep as it would stand had the engine taken `text` (None: it does not
+        parse): for reading what it tries next should `text` win, a bet while its test
+        runs. Its caller's next pass is not known for a text not taken (`then`)."""
+        current = self.current.supposing(text)
+        if current.parsed is None:
+            return None
+        supposed = copy.copy(self)
+        supposed.current = current
+        supposed._then = None
+        supposed._log = list(self._log)
+        supposed._heap = list(self._heap)
+        return supposed
+
+    def _after_hoist(
+        self, start: int, end: int, replacements: Sequence[Replacement], index: int
+    ) -> Iterator[bytes]:
+        """What the sweep tries once `replacements[index]` of the node at `start`-`end` is
+        taken, as `sweep` goes on after `_reduce` replaced it: the node standing there
+        queued, the heap handed out."""
+        chosen = replacements[index]
+        supposed = self._supposing(_rendered(self.current.text, start, end, chosen))
+        if supposed is None:
+            return
+        at = start if chosen.start < 0 else chosen.start
+        supposed._record(at, end, len(self.current.text))
+        parsed = supposed.current.parsed
+        assert parsed is not None
+        heap = supposed._heap
+        node = _locate(parsed.tree.root_node, at, at + len(chosen.text), chosen.kind)
+        if node is not None:
+            _push(heap, parsed, node, len(supposed._log))
+        yield from supposed._handed_out(heap, parsed, supposed._log)
+        yield from supposed._after_heap()
+
+    def _after_deleting(
+        self, start: int, end: int, kind: str, length: int, phase: int, text: bytes
+    ) -> Iterator[bytes]:
+        """What the sweep tries once the deletions of the node's `phase` end on `text`
+        (`length`: the text's when the phase began): as `_ahead` from there."""
+        supposed = self._supposing(text)
+        if supposed is not None:
+            yield from supposed._ahead(start, end, kind, length, phase)
 
     def opening(self) -> Iterator[bytes]:
         """What a sweep over the whole tree reads while nothing is taken, in its order, and

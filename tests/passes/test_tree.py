@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 
@@ -363,7 +364,7 @@ def test_a_sweep_ending_as_it_began_warms_up_what_its_caller_tries_next(
     assert current.parsed is not None
     try:
         catalog = Catalog(grammar).extended(current.parsed)
-        again = (lambda: TreeReducer(current, catalog)) if swept_again else None
+        again = (lambda swept: TreeReducer(swept, catalog)) if swept_again else None
         progress = TreeReducer(current, catalog, then=lambda: [SENTINEL], next_sweep=again).sweep()
         deadline = time.monotonic() + 10
         while engine._jobs.busy() and time.monotonic() < deadline:
@@ -391,18 +392,18 @@ def _two_sweeps(warm: bool) -> tuple[int, bytes]:
     engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
     current = Current(PROGRAM, engine, Syntax(grammar, PROGRAM))
 
-    def reducer() -> TreeReducer:
-        assert current.parsed is not None
-        catalog = Catalog(grammar).extended(current.parsed)
-        return TreeReducer(current, catalog, next_sweep=reducer if warm else None)
+    def reducer(swept: Current) -> TreeReducer:
+        assert swept.parsed is not None
+        catalog = Catalog(grammar).extended(swept.parsed)
+        return TreeReducer(swept, catalog, next_sweep=reducer if warm else None)
 
     try:
-        assert reducer().sweep()
+        assert reducer(current).sweep()
         deadline = time.monotonic() + 10
         while engine._jobs.busy() and time.monotonic() < deadline:
             time.sleep(0.01)
         tested_by_the_first = len(tests)
-        reducer().sweep()
+        reducer(current).sweep()
     finally:
         engine.close()
     return len(tests) - tested_by_the_first, current.text
@@ -480,3 +481,80 @@ def test_a_texts_catalog_is_learnt_once_and_each_caller_gets_its_own(
     first.share_slots(other)
     assert first.compatible("number_literal", "struct_specifier")
     assert not catalog_of(grammar, parsed).compatible("number_literal", "struct_specifier")
+
+
+NESTED = (
+    b"int g(int x) { return x; }\n"
+    b"int f(int a, int b) {\n"
+    b"    if (a) { while (b) { b = g(g(a + (b * 2))); } }\n"
+    b"    h(1, 2, 3);\n"
+    b"    return a;\n"
+    b"}\n"
+)
+
+
+class _Observed(Current):
+    """A current that keeps, for every batch it sends, its candidates, the one taken and,
+    for each of them, the first candidates the sweep says it tries next should that one
+    win (`after`, read while the batch is the sweep's, as a bet reads it)."""
+
+    batches: list[tuple[list[bytes], list[list[bytes]], int | None]]
+
+    def try_candidates(self, candidates, lookahead=None, after=None):
+        read = list(candidates)
+        following = [
+            [] if after is None else list(itertools.islice(after(index), 3))
+            for index in range(len(read))
+        ]
+        taken = super().try_candidates(read, lookahead, after)
+        self.batches.append((read, following, taken))
+        return taken
+
+
+def test_what_a_sweep_tries_after_each_winner_is_what_its_bets_read():
+    """A bet on a running candidate tests what the sweep says it tries next should that
+    one win: for every winner of a sweep, a hoist (`g(g(a + (b * 2)))` by `a`) or a
+    deletion that ends ddmin on a node (`h(1, 2, 3)`'s arguments, all at once), those are
+    the candidates the sweep sends next, up to its next winner. Before, a hoist's winner
+    and ddmin's last had none, and a free job beside their test went on with candidates
+    that only count if it loses."""
+    grammar = grammars.load("c")
+    assert grammar is not None
+
+    def run(text: bytes) -> Outcome:
+        frame = all(
+            part in text for part in (b"int f(int a, int b) {", b"while (b)", b"h(", b"return a;")
+        )
+        kept = frame and (b"b = g(" in text or b"b = a;" in text)
+        bad = kept and parses_cleanly("c", text)
+        return Outcome(Verdict.BAD, 1, 0.0) if bad else Outcome(Verdict.GOOD, 0, 0.0)
+
+    engine = Engine(run, lambda outcome: outcome.verdict is Verdict.BAD, jobs=1)
+    current = _Observed(NESTED, engine, Syntax(grammar, NESTED))
+    current.batches = []
+    assert current.parsed is not None
+    try:
+        catalog = Catalog(grammar).extended(current.parsed)
+        assert TreeReducer(current, catalog).sweep()
+    finally:
+        engine.close()
+    checked = hoists = 0
+    before = NESTED
+    for position, (read, following, taken) in enumerate(current.batches):
+        if taken is None:
+            continue
+        hoists += b"b = g(" in before and b"b = a;" in read[taken]
+        before = read[taken]
+        sent_next: list[bytes] = []
+        for later, _, later_taken in current.batches[position + 1 :]:
+            sent_next += later if later_taken is None else later[: later_taken + 1]
+            if later_taken is not None or len(sent_next) >= 3:
+                break
+        expected = following[taken]
+        assert expected or not sent_next, f"nothing to bet on after {read[taken]!r}"
+        assert sent_next[: len(expected)] == expected[: len(sent_next)]
+        checked += bool(sent_next)
+    assert checked >= 3
+    assert hoists == 1
+    assert b"b = a;" in current.text
+    assert b"h();" in current.text
