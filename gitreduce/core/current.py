@@ -307,10 +307,10 @@ def first_then_delete_units(
         def after(index: int) -> Iterable[bytes]:
             if index < len(offered):
                 return after_first(index) if after_first is not None else ()
-            step = plan.step(index - len(offered))
             following = (render(subset) for subset in plan.after(index - len(offered)))
             if after_deleting is None:
                 return following
+            step = plan.step(index - len(offered))
             taken = render(() if step is None else step.kept)
             return itertools.chain(following, _lazily(after_deleting, taken))
 

@@ -251,10 +251,9 @@ class TreeReducer:
     `then`: what the caller tries once a sweep ends without progress (the schedule's next
     pass), the lookahead of the sweep's last batches. `next_sweep(current)`: the reducer
     of the sweep the caller runs on `current` after one that shrank the text; where the
-    sweep's last batches
-    look ahead then (its `opening`), instead of leaving a job idle until the sweep ends.
-    Without it no sweep follows (a caller that sweeps once a round), and they look ahead
-    to `then` whether the sweep shrank the text or not.
+    sweep's last batches look ahead then (its `opening`), instead of leaving a job idle
+    until the sweep ends. Without it no sweep follows (a caller that sweeps once a
+    round), and they look ahead to `then` whether the sweep shrank the text or not.
     """
 
     def __init__(
