@@ -436,9 +436,32 @@ def ended(process: subprocess.Popen[str], within: float = 5.0) -> tuple[int, str
     try:
         _, stderr = process.communicate(timeout=within)
     except subprocess.TimeoutExpired:
+        state = still_running(process.pid)
         process.kill()
-        pytest.fail(f"git-reduce still running {within} s after the signal")
+        pytest.fail(f"git-reduce still running {within} s after the signal:\n{state}")
     return process.returncode, stderr
+
+
+def still_running(pid: int) -> str:
+    """What a git-reduce that did not end was doing: where each of its threads waits in the
+    kernel, and every process below it, for a failure that a rerun does not show."""
+    lines = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        with contextlib.suppress(OSError):
+            name = (task / "comm").read_text().strip()
+            lines.append(f"thread {task.name} {name}: waits in {(task / 'wchan').read_text()}")
+    pending = [pid]
+    while pending:
+        parent = pending.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                for child in (task / "children").read_text().split():
+                    pending.append(int(child))
+                    with contextlib.suppress(OSError):
+                        command = Path(f"/proc/{child}/cmdline").read_bytes()
+                        status = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()
+                        lines.append(f"child {child} of {parent} ({status[0]}): {command!r}")
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
